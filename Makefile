@@ -1,0 +1,42 @@
+# Two commands do everything: `make demo` and `make test` (see README.md).
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+PACKAGES := vision audio text rec arrow data
+STAMPS := .stamps
+
+export VIRTUAL_ENV := $(abspath $(VENV))
+
+.PHONY: demo test build bench parity clean
+
+demo: build
+	$(PY) examples/tour.py
+
+test: build
+	cargo test --release --workspace --exclude ember-py
+	$(PY) -m pytest -q tests core-py/tests $(addsuffix /tests,$(PACKAGES))
+
+# Release build of ember._C into the venv; cargo rebuilds only what changed.
+build: $(STAMPS)/packages
+	$(VENV)/bin/maturin develop --release -q -m core-py/Cargo.toml
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMPS)/deps: requirements-dev.txt | $(PY)
+	$(PIP) install -r requirements-dev.txt
+	@mkdir -p $(STAMPS) && touch $@
+
+# The pure-Python domain packages, editable, once.
+$(STAMPS)/packages: $(STAMPS)/deps $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
+	$(PIP) install --no-deps --no-build-isolation $(foreach p,$(PACKAGES),-e ./$(p))
+	@touch $@
+
+# Benchmarks against NumPy and PyTorch (heavy: installs the CPU build of PyTorch).
+bench: build
+	$(PIP) install -r requirements-bench.txt
+	$(PY) benches/run.py
+
+clean:
+	rm -rf $(VENV) $(STAMPS) target

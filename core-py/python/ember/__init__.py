@@ -1,0 +1,85 @@
+"""Ember: a small, fast tensor core in Rust with PyTorch's Python API.
+
+`import ember as torch` is meant to work for the ops Ember implements; where Ember differs
+from PyTorch the docstring says so.
+"""
+import builtins as _builtins
+
+from ember import _C
+from ember._C import Generator, Tensor, dtype
+from ember._C import (
+    get_num_threads,
+    get_rng_state,
+    initial_seed,
+    promote_types,
+    result_type,
+    set_num_threads,
+    set_rng_state,
+)
+
+bool = _C.bool
+uint8 = _C.uint8
+int8 = _C.int8
+int16 = short = _C.int16
+int32 = int = _C.int32
+int64 = long = _C.int64
+float16 = half = _C.float16
+bfloat16 = _C.bfloat16
+float32 = float = _C.float32
+float64 = double = _C.float64
+
+_DTYPES = {d.name: d for d in (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)}
+
+
+def _dtype_by_name(name):
+    return _DTYPES[name]
+
+
+from ember._device import device  # noqa: E402
+from ember._size import Size  # noqa: E402
+from ember._creation import *  # noqa: E402,F401,F403
+from ember._ops import *  # noqa: E402,F401,F403
+from ember._shape import *  # noqa: E402,F401,F403
+from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
+from ember import nn, utils  # noqa: E402,F401
+
+
+def manual_seed(seed):
+    """Seeds the default generator; every draw after it is reproducible on any thread count."""
+    if not isinstance(seed, _builtins.int):
+        raise TypeError(f"manual_seed(): seed must be an int, got {type(seed).__name__}")
+    _C.manual_seed(seed)
+    return default_generator
+
+
+def seed():
+    """Seeds the default generator from the clock and returns the seed."""
+    return default_generator.seed()
+
+
+class _DefaultGenerator:
+    """`ember.default_generator`: the generator used when none is passed."""
+
+    def manual_seed(self, seed):
+        _C.manual_seed(seed)
+        return self
+
+    def initial_seed(self):
+        return _C.initial_seed()
+
+    def seed(self):
+        import time
+
+        s = time.time_ns() & ((1 << 63) - 1)
+        _C.manual_seed(s)
+        return s
+
+    def get_state(self):
+        return _C.get_rng_state()
+
+    def set_state(self, state):
+        _C.set_rng_state(tuple(state))
+
+
+default_generator = _DefaultGenerator()
+__version__ = "0.1.0"

@@ -1,0 +1,316 @@
+"""Creating tensors: from data, from NumPy, from sizes, from ranges and at random."""
+import builtins
+import numbers
+
+import numpy as np
+
+import ember
+from ember import _C
+from ember._device import check_cpu
+
+__all__ = [
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+    "full_like", "empty_like", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint",
+    "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like", "randint_like",
+    "get_default_dtype", "set_default_dtype", "is_tensor",
+]
+
+_NUMPY_TO_EMBER = {
+    np.dtype(np.bool_): "bool", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8",
+    np.dtype(np.int16): "int16", np.dtype(np.int32): "int32", np.dtype(np.int64): "int64",
+    np.dtype(np.float16): "float16", np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+}
+_default_dtype = _C.float32
+
+
+def get_default_dtype():
+    return _default_dtype
+
+
+def set_default_dtype(d):
+    """Sets the dtype Python floats become; only float32 and float64 are accepted, as in PyTorch."""
+    global _default_dtype
+    if d not in (_C.float32, _C.float64):
+        raise TypeError(f"set_default_dtype(): only floating-point types float32 and float64 are supported as the default type, got {d}")
+    _default_dtype = d
+
+
+def is_tensor(obj):
+    return isinstance(obj, _C.Tensor)
+
+
+def _check_dtype(dtype, name="dtype"):
+    if dtype is not None and not isinstance(dtype, _C.dtype):
+        raise TypeError(f"{name} must be an ember.dtype (e.g. ember.float32), got {dtype!r}")
+    return dtype
+
+
+def _size(args, size=None, fn="size"):
+    """Accepts `f(2, 3)`, `f((2, 3))`, `f([2, 3])` and `f(size=(2, 3))`."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{fn}() got both positional sizes and size=")
+        args = (size,)
+    if len(args) == 1 and isinstance(args[0], (tuple, list, ember.Size)):
+        args = tuple(args[0])
+    for i, a in enumerate(args):
+        if isinstance(a, builtins.bool) or not isinstance(a, numbers.Integral):
+            raise TypeError(f"{fn}(): argument 'size' must be a tuple of ints, but found element of type {type(a).__name__} at pos {i}")
+    return tuple(int(a) for a in args)
+
+
+def _finish(t, dtype=None, device=None, requires_grad=False):
+    check_cpu(device)
+    if dtype is not None and t.dtype != dtype:
+        t = t._to_dtype(_check_dtype(dtype))
+    if requires_grad:
+        raise NotImplementedError("requires_grad=True: autograd is not built yet (see the training issue)")
+    return t
+
+
+def from_numpy(ndarray):
+    """A tensor sharing `ndarray`'s memory: writes through either are seen by both."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    name = _NUMPY_TO_EMBER.get(ndarray.dtype)
+    if name is None or not ndarray.dtype.isnative:
+        raise TypeError(
+            f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
+            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+        )
+    item = ndarray.itemsize
+    if any(s % item for s in ndarray.strides):
+        raise ValueError("from_numpy: strides that are not a multiple of the element size are not supported")
+    strides = [s // item for s in ndarray.strides]
+    ptr = ndarray.__array_interface__["data"][0]
+    # The storage starts at the lowest address any element uses (strides may be negative).
+    low = sum(st * (n - 1) for st, n in zip(strides, ndarray.shape) if st < 0 and n > 0)
+    high = sum(st * (n - 1) for st, n in zip(strides, ndarray.shape) if st > 0 and n > 0)
+    nbytes = 0 if ndarray.size == 0 else (high - low + 1) * item
+    return _C.from_buffer(ptr + low * item, nbytes, list(ndarray.shape), strides, -low, ember._DTYPES[name], ndarray)
+
+
+def _infer_dtype(arr):
+    kind = arr.dtype.kind
+    if kind == "b":
+        return _C.bool
+    if kind in "iu":
+        return _C.int64
+    if kind == "f":
+        return _default_dtype
+    raise TypeError(f"new(): invalid data type '{arr.dtype}'")
+
+
+def _to_numpy_data(data):
+    try:
+        arr = np.asarray(data)
+    except ValueError as e:
+        raise ValueError(f"tensor(): could not build a tensor from ragged nested sequences: {e}") from None
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}' (found elements of dtype {arr.dtype})")
+    return arr
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of `data` (nested lists, numbers, NumPy arrays, tensors).
+
+    Python floats become the default dtype (float32), ints int64, bools bool; NumPy arrays keep
+    their dtype.
+    """
+    _check_dtype(dtype)
+    if isinstance(data, _C.Tensor):
+        return _finish(data.clone(), dtype, device, requires_grad)
+    if isinstance(data, np.ndarray):
+        arr = data
+        if arr.dtype not in _NUMPY_TO_EMBER:
+            arr = arr.astype(np.float64 if arr.dtype.kind == "f" else np.int64)
+        return _finish(from_numpy(np.array(arr, copy=True)), dtype, device, requires_grad)
+    arr = _to_numpy_data(data)
+    target = dtype or _infer_dtype(arr)
+    storage_dtype = np.dtype(np.float64) if arr.dtype.kind == "f" else arr.dtype
+    if storage_dtype not in _NUMPY_TO_EMBER:
+        storage_dtype = np.int64
+    arr = np.array(arr, dtype=storage_dtype, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+    return _finish(from_numpy(arr).clone(), target, device, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like `tensor`, but shares memory with a tensor or NumPy array when no conversion is needed."""
+    _check_dtype(dtype)
+    if isinstance(data, _C.Tensor):
+        return _finish(data, dtype, device)
+    if isinstance(data, np.ndarray) and data.dtype in _NUMPY_TO_EMBER and data.dtype.isnative:
+        return _finish(from_numpy(data), dtype, device)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def _factory(fn, args, size, dtype, device, requires_grad, default=None):
+    shape = _size(args, size, fn.__name__)
+    return _finish(fn(shape, _check_dtype(dtype) or default or _default_dtype), None, device, requires_grad)
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    if out is not None:
+        return out.zero_()
+    return _factory(_C.zeros, size, None, dtype, device, requires_grad)
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    if out is not None:
+        return out.fill_(1)
+    return _factory(lambda s, d: _C.full(s, 1, d), size, None, dtype, device, requires_grad)
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None):
+    return _factory(_C.empty, size, None, dtype, device, requires_grad)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """`fill_value`'s type decides the dtype when none is given (bool, int64 or the default float)."""
+    if dtype is None:
+        if isinstance(fill_value, builtins.bool):
+            dtype = _C.bool
+        elif isinstance(fill_value, numbers.Integral):
+            dtype = _C.int64
+        else:
+            dtype = _default_dtype
+    shape = _size((size,), None, "full")
+    return _finish(_C.full(shape, fill_value, _check_dtype(dtype)), None, device, requires_grad)
+
+
+def _like(input, dtype):
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
+    return tuple(input.shape), (_check_dtype(dtype) or input.dtype)
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, d = _like(input, dtype)
+    return _finish(_C.zeros(shape, d), None, device, requires_grad)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, d = _like(input, dtype)
+    return _finish(_C.full(shape, 1, d), None, device, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, d = _like(input, dtype)
+    return _finish(_C.full(shape, fill_value, d), None, device, requires_grad)
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, d = _like(input, dtype)
+    return _finish(_C.empty(shape, d), None, device, requires_grad)
+
+
+def _number(x, name):
+    if isinstance(x, _C.Tensor):
+        x = x.item()
+    if not isinstance(x, numbers.Number) or isinstance(x, complex):
+        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
+    return x
+
+
+def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """`arange(end)` or `arange(start, end, step)`; int64 unless an argument is a float."""
+    if end is None:
+        start, end = 0, start
+    vals = [_number(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step"))]
+    if dtype is None:
+        dtype = _C.int64 if all(isinstance(v, numbers.Integral) for v in vals) else _default_dtype
+    return _finish(_C.arange(*map(builtins.float, vals), _check_dtype(dtype)), None, device, requires_grad)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    if isinstance(steps, builtins.bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    d = _check_dtype(dtype) or _default_dtype
+    return _finish(_C.linspace(_number(start, "start"), _number(end, "end"), steps, d), None, device, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    if isinstance(steps, builtins.bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"logspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    d = _check_dtype(dtype) or _default_dtype
+    return _finish(_C.logspace(_number(start, "start"), _number(end, "end"), steps, builtins.float(base), d), None, device, requires_grad)
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    m = n if m is None else m
+    for v, name in ((n, "n"), (m, "m")):
+        if isinstance(v, builtins.bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"eye(): argument '{name}' must be int, not {type(v).__name__}")
+    return _finish(_C.eye(n, m, _check_dtype(dtype) or _default_dtype), None, device, requires_grad)
+
+
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Uniform on [0, 1). Deterministic for a seed, whatever the thread count."""
+    shape = _size(size, None, "rand")
+    return _finish(_C.uniform(shape, 0.0, 1.0, _check_dtype(dtype) or _default_dtype, generator), None, device, requires_grad)
+
+
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Standard normal samples."""
+    shape = _size(size, None, "randn")
+    return _finish(_C.normal(shape, 0.0, 1.0, _check_dtype(dtype) or _default_dtype, generator), None, device, requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """`randint(high, size)` or `randint(low, high, size)`: integers on [low, high), int64 by default."""
+    if size is None:
+        if high is None or not isinstance(high, (tuple, list, ember.Size)):
+            raise TypeError("randint(): missing required argument 'size'")
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    shape = _size((size,), None, "randint")
+    return _finish(_C.randint(shape, int(low), int(high), _check_dtype(dtype) or _C.int64, generator), None, device, requires_grad)
+
+
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    if isinstance(n, builtins.bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
+    return _finish(_C.randperm(n, _check_dtype(dtype) or _C.int64, generator), None, device, requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """`normal(mean, std, size)` with numbers, or elementwise with tensor `mean`/`std`."""
+    if isinstance(mean, _C.Tensor) or isinstance(std, _C.Tensor):
+        ref = mean if isinstance(mean, _C.Tensor) else std
+        shape = ember.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+        z = _C.normal(tuple(shape), 0.0, 1.0, ref.dtype if ref.dtype.is_floating_point else _default_dtype, generator)
+        if isinstance(std, _C.Tensor) and bool((std < 0).any()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        return z * std + mean
+    if size is None:
+        raise TypeError("normal(): with number mean and std, 'size' is required")
+    shape = _size((size,), None, "normal")
+    return _finish(_C.normal(shape, builtins.float(mean), builtins.float(std), _check_dtype(dtype) or _default_dtype, generator), None, device, requires_grad)
+
+
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """1 with probability `input[i]` (or the scalar `p`), else 0, in `input`'s dtype."""
+    probs = input if p is None else ember.full_like(input, p, dtype=ember.float64)
+    return _C.bernoulli(probs, input.dtype, generator)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    return _C.multinomial(input, num_samples, replacement, generator)
+
+
+def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, d = _like(input, dtype)
+    return rand(shape, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, d = _like(input, dtype)
+    return randn(shape, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, d = _like(input, dtype)
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, shape, dtype=d, device=device, requires_grad=requires_grad)

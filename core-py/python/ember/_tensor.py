@@ -1,0 +1,180 @@
+"""The PyTorch method surface of `ember.Tensor`, added to the native class. Operators and views
+are native (in `ember._C`); these methods forward to the functional API."""
+import pickle  # noqa: F401  (documents that Tensor pickles via __reduce__)
+
+import numpy as np
+
+import ember
+from ember import _C, _indexing, _ops
+from ember._tensor_str import tensor_repr
+
+Tensor = _C.Tensor
+
+
+def _method(name, fn):
+    fn.__name__ = fn.__qualname__ = name
+    setattr(Tensor, name, fn)
+
+
+def _inplace(fname):
+    def method(self, *args, **kwargs):
+        return self.copy_(getattr(_ops, fname)(self, *args, **kwargs))
+
+    return method
+
+
+for _name in _ops.UNARY + _ops.PREDICATES + ["round", "nan_to_num", "logit"]:
+    _method(_name, getattr(_ops, _name))
+for _name in _ops.UNARY + ["round", "nan_to_num", "logit"]:
+    def _make(name):
+        def method(self, *args, **kwargs):
+            if not args and not kwargs and name in _ops.UNARY:
+                _C.unary(name, self, self)
+                return self
+            return self.copy_(getattr(_ops, name)(self, *args, **kwargs))
+        return method
+    _method(_name + "_", _make(_name))
+
+for _name in _ops.BINARY + list(_ops.ALIASES) + ["clamp", "clip", "clamp_min", "clamp_max", "lerp", "where", "add", "sub", "div", "rsub",
+              "sum", "nansum", "mean", "nanmean", "prod", "amax", "amin", "all", "any", "count_nonzero", "max", "min",
+              "argmax", "argmin", "aminmax", "var", "std", "logsumexp", "norm", "matmul", "mm", "bmm", "dot", "mv",
+              "outer", "addmm", "baddbmm"]:
+    _method(_name, getattr(_ops, _name))
+
+for _name in _ops.BINARY + ["add", "sub", "div", "clamp", "clip", "clamp_min", "clamp_max", "lerp"]:
+    def _make_binary_inplace(name):
+        def method(self, other=None, *args, **kwargs):
+            if not args and not kwargs and name in _ops.BINARY:
+                _C.binary(name, self, other, self)
+                return self
+            return self.copy_(getattr(_ops, name)(self, other, *args, **kwargs))
+        return method
+    _method(_name + "_", _make_binary_inplace(_name))
+
+
+def _where_method(self, condition, other):
+    return _ops.where(condition, self, other)
+
+
+_method("where", _where_method)
+_method("__getitem__", _indexing.getitem)
+_method("__setitem__", _indexing.setitem)
+_method("__repr__", lambda self: tensor_repr(self))
+_method("__str__", lambda self: tensor_repr(self))
+_method("__iter__", lambda self: (self[i] for i in range(len(self))))
+_method("__hash__", lambda self: id(self))
+_method("__float__", lambda self: float(self.item()))
+_method("__int__", lambda self: int(self.item()))
+_method("__index__", lambda self: _index(self))
+_method("__format__", lambda self, spec: format(self.item(), spec) if self.ndim == 0 else tensor_repr(self))
+
+
+def _index(self):
+    if self.numel() != 1 or self.is_floating_point() or self.dtype == _C.bool:
+        raise TypeError("only integer tensors of a single element can be converted to an index")
+    return int(self.item())
+
+
+# ---- conversion ----
+
+def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None):
+    """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)`."""
+    for a in args:
+        if isinstance(a, _C.dtype):
+            dtype = a
+        elif isinstance(a, _C.Tensor):
+            dtype = a.dtype
+        elif isinstance(a, (str, ember.device)):
+            device = a
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
+    ember._device.check_cpu(device)
+    out = self if dtype is None or dtype == self.dtype else self._to_dtype(dtype)
+    return out.clone() if copy and out is self else out
+
+
+_method("to", _to)
+_method("type", lambda self, dtype=None: f"ember.{self.dtype.name}" if dtype is None else self._to_dtype(dtype))
+_method("type_as", lambda self, other: self._to_dtype(other.dtype))
+_method("cpu", lambda self: self)
+for _name, _d in [("float", _C.float32), ("double", _C.float64), ("half", _C.float16), ("bfloat16", _C.bfloat16),
+                  ("int", _C.int32), ("long", _C.int64), ("short", _C.int16), ("char", _C.int8), ("byte", _C.uint8),
+                  ("bool", _C.bool)]:
+    _method(_name, (lambda d: lambda self: self._to_dtype(d))(_d))
+
+
+def _numpy(self, *, force=False):
+    """A NumPy array sharing this tensor's memory (bfloat16 has no NumPy type and is refused)."""
+    return np.asarray(self)
+
+
+def _array(self, dtype=None, copy=None):
+    a = np.asarray(self)
+    return a if dtype is None else a.astype(dtype, copy=False)
+
+
+_method("numpy", _numpy)
+_method("__array__", _array)
+_method("tolist", lambda self: (self._to_dtype(_C.float32) if self.dtype == _C.bfloat16 else self).numpy().tolist())
+
+
+def _rebuild(data, dtype_name, shape):
+    arr = np.frombuffer(bytearray(data), dtype=np.uint16 if dtype_name == "bfloat16" else dtype_name).reshape(shape)
+    if dtype_name == "bfloat16":
+        f32 = (arr.astype(np.uint32) << 16).view(np.float32)
+        return ember.from_numpy(f32.copy())._to_dtype(_C.bfloat16)
+    return ember.from_numpy(arr.copy())
+
+
+def _reduce(self):
+    c = self.contiguous()
+    if self.dtype == _C.bfloat16:
+        f32 = np.ascontiguousarray(np.asarray(c._to_dtype(_C.float32)))
+        data = (f32.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    else:
+        data = np.ascontiguousarray(np.asarray(c)).tobytes()
+    return (_rebuild, (data, self.dtype.name, tuple(self.shape)))
+
+
+_method("__reduce__", _reduce)
+_method("__reduce_ex__", lambda self, protocol: _reduce(self))
+
+
+# ---- shape helpers built on the native views ----
+
+def _size(self, dim=None):
+    return self.shape if dim is None else self.shape[dim]
+
+
+_method("size", _size)
+_method("nelement", lambda self: self.numel())
+_method("view_as", lambda self, other: self.view(other.shape))
+_method("reshape_as", lambda self, other: self.reshape(other.shape))
+_method("expand_as", lambda self, other: self.expand(other.shape))
+_method("swapaxes", lambda self, a, b: self.transpose(a, b))
+_method("swapdims", lambda self, a, b: self.transpose(a, b))
+_method("movedim", lambda self, source, destination: ember.movedim(self, source, destination))
+_method("flatten", lambda self, start_dim=0, end_dim=-1: ember.flatten(self, start_dim, end_dim))
+_method("ravel", lambda self: self.reshape(-1))
+_method("fliplr", lambda self: self.flip(1))
+_method("flipud", lambda self: self.flip(0))
+_method("zero_", lambda self: self.copy_(0))
+_method("fill_", lambda self, value: self.copy_(value))
+_method("detach", lambda self: self.view(self.shape))
+_method("requires_grad_", lambda self, requires_grad=True: _no_grad(self, requires_grad))
+Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
+Tensor.mT = property(lambda self: self.transpose(-2, -1))
+Tensor.H = Tensor.T
+Tensor.mH = Tensor.mT
+Tensor.requires_grad = property(lambda self: False)
+Tensor.grad = property(lambda self: None)
+Tensor.is_leaf = property(lambda self: True)
+Tensor.layout = property(lambda self: "ember.strided")
+Tensor.itemsize = property(lambda self: self.dtype.itemsize)
+Tensor.nbytes = property(lambda self: self.numel() * self.dtype.itemsize)
+
+
+def _no_grad(self, requires_grad):
+    if requires_grad:
+        raise NotImplementedError("requires_grad: autograd is not built yet (see the training issue)")
+    return self

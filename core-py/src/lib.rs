@@ -1,0 +1,22 @@
+#![allow(non_snake_case)] // the extension must be called `_C`
+//! `ember._C`: the one extension module. It converts arguments, releases the GIL around
+//! kernels and maps errors; the logic lives in the Rust crates.
+mod convert;
+mod errors;
+mod ops;
+mod tensor;
+
+use convert::PyDType;
+use ember_core::DType;
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<PyDType>()?;
+    for d in DType::ALL {
+        m.add(d.name(), PyDType(d))?;
+    }
+    ops::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! One error type; its kind decides which Python exception the binding raises.
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Wrong dtype or argument type (`TypeError`).
+    Type,
+    /// A value out of its domain (`ValueError`).
+    Value,
+    /// Shapes, devices or state that do not fit together (`RuntimeError`).
+    Runtime,
+    /// An index or dim out of range (`IndexError`).
+    Index,
+    /// A combination Ember does not support yet (`NotImplementedError`).
+    NotImplemented,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `bail!(Kind, "fmt", args)` returns an `Err` of that kind from the current function.
+#[macro_export]
+macro_rules! bail {
+    ($kind:ident, $($arg:tt)*) => {
+        return Err($crate::error::Error::new($crate::error::ErrorKind::$kind, format!($($arg)*)))
+    };
+}

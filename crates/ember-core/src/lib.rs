@@ -1,0 +1,17 @@
+//! Ember's tensor engine: strided CPU tensors over shared storage, PyTorch's dtypes and
+//! promotion, and parallel kernels grouped by op family.
+pub mod device;
+pub mod dtype;
+pub mod error;
+pub mod layout;
+pub mod ops;
+pub mod parallel;
+pub mod storage;
+pub mod strided;
+pub mod tensor;
+
+pub use device::Device;
+pub use dtype::{DType, Element};
+pub use error::{Error, ErrorKind, Result};
+pub use layout::Layout;
+pub use tensor::Tensor;

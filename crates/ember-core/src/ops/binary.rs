@@ -1,0 +1,384 @@
+//! Two-input elementwise ops: arithmetic, comparison, logical and bitwise, with broadcasting
+//! and PyTorch's result-type rules for tensor/0-d tensor/Python-number operands.
+use super::map::{binary_into, ternary_into};
+use super::math::Real;
+use crate::bail;
+use crate::dtype::{Category, DType, Element};
+use crate::error::Result;
+use crate::layout::broadcast_shapes;
+use crate::tensor::Tensor;
+use half::{bf16, f16};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+impl Scalar {
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => b as u8 as f64,
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(f) => f,
+        }
+    }
+
+    /// The dtype a Python number takes when it decides a result type on its own.
+    pub fn default_dtype(self) -> DType {
+        match self {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Float(_) => DType::F32,
+        }
+    }
+
+    /// A 0-d tensor of `dtype` holding this value.
+    pub fn to_tensor(self, dtype: DType) -> Tensor {
+        crate::with_dtype!(dtype, T, match self {
+            Scalar::Float(f) => Tensor::scalar(T::from_f64(f)),
+            Scalar::Int(i) => Tensor::scalar(T::from_i64(i)),
+            Scalar::Bool(b) => Tensor::scalar(T::from_i64(b as i64)),
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+pub enum Operand<'a> {
+    Tensor(&'a Tensor),
+    Scalar(Scalar),
+}
+
+impl Operand<'_> {
+    fn shape(&self) -> &[usize] {
+        match self {
+            Operand::Tensor(t) => t.shape(),
+            Operand::Scalar(_) => &[],
+        }
+    }
+
+    /// This operand as a tensor of `dtype` broadcast to `shape`.
+    pub fn materialize(&self, dtype: DType, shape: &[usize]) -> Result<Tensor> {
+        let t = match self {
+            Operand::Tensor(t) => t.to_dtype(dtype),
+            Operand::Scalar(s) => s.to_tensor(dtype),
+        };
+        t.broadcast_to(shape)
+    }
+}
+
+fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    match (higher, lower) {
+        (Some(h), _) if h.is_float() => Some(h),
+        (Some(h), Some(l)) if h == DType::Bool || l.is_float() => Some(DType::promote(h, l)),
+        (Some(h), _) => Some(h),
+        (None, l) => l,
+    }
+}
+
+/// PyTorch's `result_type`: tensors with dims decide first; 0-d tensors and then Python numbers
+/// only matter when they are of a higher category.
+pub fn result_type(operands: &[Operand]) -> DType {
+    let (mut dim, mut zero, mut wrapped) = (None, None, None);
+    let join = |acc: Option<DType>, d: DType| Some(acc.map_or(d, |a| DType::promote(a, d)));
+    for op in operands {
+        match op {
+            Operand::Tensor(t) if t.ndim() > 0 => dim = join(dim, t.dtype()),
+            Operand::Tensor(t) => zero = join(zero, t.dtype()),
+            Operand::Scalar(s) => wrapped = join(wrapped, s.default_dtype()),
+        }
+    }
+    combine(dim, combine(zero, wrapped)).expect("result_type of no operands")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    Remainder,
+    Fmod,
+    Pow,
+    Atan2,
+    Hypot,
+    Maximum,
+    Minimum,
+    Fmax,
+    Fmin,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LogicalAnd,
+    LogicalOr,
+    LogicalXor,
+    BitwiseAnd,
+    BitwiseOr,
+    BitwiseXor,
+    LeftShift,
+    RightShift,
+}
+
+use BinaryOp::*;
+
+impl BinaryOp {
+    pub fn from_name(name: &str) -> Option<BinaryOp> {
+        Some(match name {
+            "add" => Add,
+            "sub" => Sub,
+            "mul" => Mul,
+            "div" => Div,
+            "floor_divide" => FloorDiv,
+            "remainder" => Remainder,
+            "fmod" => Fmod,
+            "pow" => Pow,
+            "atan2" => Atan2,
+            "hypot" => Hypot,
+            "maximum" => Maximum,
+            "minimum" => Minimum,
+            "fmax" => Fmax,
+            "fmin" => Fmin,
+            "eq" => Eq,
+            "ne" => Ne,
+            "lt" => Lt,
+            "le" => Le,
+            "gt" => Gt,
+            "ge" => Ge,
+            "logical_and" => LogicalAnd,
+            "logical_or" => LogicalOr,
+            "logical_xor" => LogicalXor,
+            "bitwise_and" => BitwiseAnd,
+            "bitwise_or" => BitwiseOr,
+            "bitwise_xor" => BitwiseXor,
+            "bitwise_left_shift" => LeftShift,
+            "bitwise_right_shift" => RightShift,
+            _ => return None,
+        })
+    }
+
+    fn is_comparison(self) -> bool {
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor)
+    }
+
+    /// (dtype the kernel computes in, dtype of the result).
+    pub fn dtypes(self, common: DType) -> Result<(DType, DType)> {
+        let cat = common.category();
+        Ok(match self {
+            Div | Atan2 | Hypot => (common.to_float(), common.to_float()),
+            _ if self.is_comparison() => (common, DType::Bool),
+            Sub if cat == Category::Bool => bail!(Type, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."),
+            BitwiseAnd | BitwiseOr | BitwiseXor | LeftShift | RightShift if cat == Category::Float => {
+                bail!(Type, "{self:?} is only supported for integer and bool tensors, got {common}")
+            }
+            FloorDiv | Remainder | Fmod | Pow if cat == Category::Bool => (DType::I64, DType::I64),
+            _ => (common, common),
+        })
+    }
+}
+
+/// `op(a, b)` into a fresh tensor.
+pub fn binary(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
+    let shape = broadcast_shapes(a.shape(), b.shape())?;
+    let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
+    let (x, y) = (a.materialize(compute, &shape)?, b.materialize(compute, &shape)?);
+    check_int_divisor(op, &y)?;
+    let out = Tensor::uninit(&shape, out_dtype);
+    run(op, &x, &y, &out);
+    Ok(out)
+}
+
+/// `op(a, b)` written into `out` (for `out=` and in-place ops, where `out` is `a`).
+pub fn binary_out(op: BinaryOp, a: Operand, b: Operand, out: &Tensor) -> Result<()> {
+    let shape = broadcast_shapes(a.shape(), b.shape())?;
+    let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
+    super::check_out(out, &shape, out_dtype)?;
+    if out_dtype != out.dtype() {
+        return out.copy_(&binary(op, a, b)?);
+    }
+    let (x, y) = (a.materialize(compute, &shape)?, b.materialize(compute, &shape)?);
+    check_int_divisor(op, &y)?;
+    run(op, &x, &y, out);
+    out.bump_version();
+    Ok(())
+}
+
+fn check_int_divisor(op: BinaryOp, y: &Tensor) -> Result<()> {
+    if matches!(op, FloorDiv | Remainder | Fmod) && !y.dtype().is_float() {
+        let zero = crate::with_dtype!(y.dtype(), T, {
+            let mut found = false;
+            super::map::for_each_indexed::<T>(y, |_, v| found |= !v.is_nonzero());
+            found
+        });
+        if zero {
+            bail!(Runtime, "ZeroDivisionError: integer division or modulo by zero");
+        }
+    }
+    Ok(())
+}
+
+macro_rules! fmap2 {
+    ($a:expr, $b:expr, $o:expr, $O:ident, |$x:ident, $y:ident| $body:expr) => {
+        match $a.dtype() {
+            DType::F32 => binary_into::<f32, f32, $O!(f32)>($a, $b, $o, |$x: f32, $y: f32| $body),
+            DType::F64 => binary_into::<f64, f64, $O!(f64)>($a, $b, $o, |$x: f64, $y: f64| $body),
+            DType::F16 => binary_into::<f16, f16, $O!(f16)>($a, $b, $o, |p: f16, q: f16| {
+                let ($x, $y) = (p.to_f32(), q.to_f32());
+                $O!(@wrap f16, $body)
+            }),
+            DType::BF16 => binary_into::<bf16, bf16, $O!(bf16)>($a, $b, $o, |p: bf16, q: bf16| {
+                let ($x, $y) = (p.to_f32(), q.to_f32());
+                $O!(@wrap bf16, $body)
+            }),
+            d => unreachable!("float kernel on {d}"),
+        }
+    };
+}
+
+macro_rules! imap2 {
+    ($a:expr, $b:expr, $o:expr, $O:ident, |$x:ident, $y:ident| $body:expr) => {
+        $crate::with_dtype!($a.dtype(), T, binary_into::<T, T, $O!(T)>($a, $b, $o, |p: T, q: T| {
+            let ($x, $y) = (p.to_i64(), q.to_i64());
+            $O!(@int T, $body)
+        }))
+    };
+}
+
+// Output type selectors for the kernel macros: the same type, or bool.
+macro_rules! same {
+    ($t:ty) => { $t };
+    (@wrap $t:ty, $v:expr) => { <$t>::from_f32($v) };
+    (@int $t:ty, $v:expr) => { <$t>::from_i64($v) };
+}
+macro_rules! boolean {
+    ($t:ty) => { bool };
+    (@wrap $t:ty, $v:expr) => { $v };
+    (@int $t:ty, $v:expr) => { $v };
+}
+
+fn run(op: BinaryOp, a: &Tensor, b: &Tensor, o: &Tensor) {
+    let float = a.dtype().is_float();
+    match op {
+        Add if float => fmap2!(a, b, o, same, |x, y| x + y),
+        Sub if float => fmap2!(a, b, o, same, |x, y| x - y),
+        Mul if float => fmap2!(a, b, o, same, |x, y| x * y),
+        Div if float => fmap2!(a, b, o, same, |x, y| x / y),
+        FloorDiv if float => fmap2!(a, b, o, same, |x, y| floor_div(x, y)),
+        Remainder if float => fmap2!(a, b, o, same, |x, y| {
+            let r = x % y;
+            if r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else { r }
+        }),
+        Fmod if float => fmap2!(a, b, o, same, |x, y| x % y),
+        Pow if float => fmap2!(a, b, o, same, |x, y| x.powf(y)),
+        Atan2 => fmap2!(a, b, o, same, |x, y| x.atan2(y)),
+        Hypot => fmap2!(a, b, o, same, |x, y| x.hypot(y)),
+        Maximum if float => fmap2!(a, b, o, same, |x, y| if x.is_nan() || y.is_nan() { x + y } else { x.max(y) }),
+        Minimum if float => fmap2!(a, b, o, same, |x, y| if x.is_nan() || y.is_nan() { x + y } else { x.min(y) }),
+        Fmax if float => fmap2!(a, b, o, same, |x, y| x.max(y)),
+        Fmin if float => fmap2!(a, b, o, same, |x, y| x.min(y)),
+        Eq if float => fmap2!(a, b, o, boolean, |x, y| x == y),
+        Ne if float => fmap2!(a, b, o, boolean, |x, y| x != y),
+        Lt if float => fmap2!(a, b, o, boolean, |x, y| x < y),
+        Le if float => fmap2!(a, b, o, boolean, |x, y| x <= y),
+        Gt if float => fmap2!(a, b, o, boolean, |x, y| x > y),
+        Ge if float => fmap2!(a, b, o, boolean, |x, y| x >= y),
+        LogicalAnd if float => fmap2!(a, b, o, boolean, |x, y| x != 0.0 && y != 0.0),
+        LogicalOr if float => fmap2!(a, b, o, boolean, |x, y| x != 0.0 || y != 0.0),
+        LogicalXor if float => fmap2!(a, b, o, boolean, |x, y| (x != 0.0) != (y != 0.0)),
+        Add if a.dtype() == DType::Bool => binary_into::<bool, bool, bool>(a, b, o, |x, y| x | y),
+        Mul if a.dtype() == DType::Bool => binary_into::<bool, bool, bool>(a, b, o, |x, y| x & y),
+        Maximum | Fmax if a.dtype() == DType::Bool => binary_into::<bool, bool, bool>(a, b, o, |x, y| x | y),
+        Minimum | Fmin if a.dtype() == DType::Bool => binary_into::<bool, bool, bool>(a, b, o, |x, y| x & y),
+        Add => imap2!(a, b, o, same, |x, y| x.wrapping_add(y)),
+        Sub => imap2!(a, b, o, same, |x, y| x.wrapping_sub(y)),
+        Mul => imap2!(a, b, o, same, |x, y| x.wrapping_mul(y)),
+        FloorDiv => imap2!(a, b, o, same, |x, y| x.div_euclid(y) - if y < 0 && x.rem_euclid(y) != 0 { 1 } else { 0 }),
+        Remainder => imap2!(a, b, o, same, |x, y| {
+            let r = x.wrapping_rem(y);
+            if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }
+        }),
+        Fmod => imap2!(a, b, o, same, |x, y| x.wrapping_rem(y)),
+        Pow => imap2!(a, b, o, same, |x, y| int_pow(x, y)),
+        Maximum | Fmax => imap2!(a, b, o, same, |x, y| x.max(y)),
+        Minimum | Fmin => imap2!(a, b, o, same, |x, y| x.min(y)),
+        BitwiseAnd => imap2!(a, b, o, same, |x, y| x & y),
+        BitwiseOr => imap2!(a, b, o, same, |x, y| x | y),
+        BitwiseXor => imap2!(a, b, o, same, |x, y| x ^ y),
+        LeftShift => imap2!(a, b, o, same, |x, y| if (0..64).contains(&y) { x << y } else { 0 }),
+        RightShift => imap2!(a, b, o, same, |x, y| if (0..64).contains(&y) { x >> y } else if x < 0 { -1 } else { 0 }),
+        Eq => imap2!(a, b, o, boolean, |x, y| x == y),
+        Ne => imap2!(a, b, o, boolean, |x, y| x != y),
+        Lt => imap2!(a, b, o, boolean, |x, y| x < y),
+        Le => imap2!(a, b, o, boolean, |x, y| x <= y),
+        Gt => imap2!(a, b, o, boolean, |x, y| x > y),
+        Ge => imap2!(a, b, o, boolean, |x, y| x >= y),
+        LogicalAnd => imap2!(a, b, o, boolean, |x, y| x != 0 && y != 0),
+        LogicalOr => imap2!(a, b, o, boolean, |x, y| x != 0 || y != 0),
+        LogicalXor => imap2!(a, b, o, boolean, |x, y| (x != 0) != (y != 0)),
+        Div => unreachable!("true division always computes in a float type"),
+    }
+}
+
+#[inline(always)]
+fn floor_div<R: Real>(x: R, y: R) -> R {
+    let (zero, one) = (<R as num_traits::Zero>::zero(), <R as num_traits::One>::one());
+    // Python's floor division: floor of the exact quotient, via fmod to avoid double rounding.
+    if y == zero {
+        return x / y;
+    }
+    let m = x % y;
+    let mut d = (x - m) / y;
+    if m != zero && ((y < zero) != (m < zero)) {
+        d = d - one;
+    }
+    if d == zero {
+        return (x / y) * zero;
+    }
+    let f = d.floor();
+    if d - f > R::from(0.5).unwrap() { f + one } else { f }
+}
+
+fn int_pow(base: i64, exp: i64) -> i64 {
+    match exp {
+        e if e < 0 => match base {
+            1 => 1,
+            -1 => if e % 2 == 0 { 1 } else { -1 },
+            _ => 0,
+        },
+        e => base.wrapping_pow(e.min(u32::MAX as i64) as u32),
+    }
+}
+
+/// `where(cond, a, b)`: picks from `a` where `cond` is true.
+pub fn where_(cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
+    if cond.dtype() != DType::Bool && cond.dtype() != DType::U8 {
+        bail!(Type, "where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype());
+    }
+    let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
+    let dtype = result_type(&[a, b]);
+    let c = cond.to_dtype(DType::Bool).broadcast_to(&shape)?;
+    let (x, y) = (a.materialize(dtype, &shape)?, b.materialize(dtype, &shape)?);
+    let out = Tensor::uninit(&shape, dtype);
+    crate::with_dtype!(dtype, T, ternary_into::<bool, T, T, T>(&c, &x, &y, &out, |c, x, y| if c { x } else { y }));
+    Ok(out)
+}
+
+/// `lerp(start, end, weight) = start + weight * (end - start)` (floats only, as in PyTorch).
+pub fn lerp(start: &Tensor, end: &Tensor, weight: Operand) -> Result<Tensor> {
+    if !start.dtype().is_float() || start.dtype() != end.dtype() {
+        bail!(Type, "lerp: expected start and end of one floating dtype, got {} and {}", start.dtype(), end.dtype());
+    }
+    let shape = broadcast_shapes(&broadcast_shapes(start.shape(), end.shape())?, weight.shape())?;
+    let dtype = start.dtype();
+    let (s, e, w) = (start.broadcast_to(&shape)?, end.broadcast_to(&shape)?, weight.materialize(dtype, &shape)?);
+    let out = Tensor::uninit(&shape, dtype);
+    crate::with_dtype!(dtype, T, ternary_into::<T, T, T, T>(&s, &e, &w, &out, |s, e, w| {
+        let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
+        T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })
+    }));
+    Ok(out)
+}

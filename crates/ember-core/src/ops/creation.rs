@@ -1,0 +1,78 @@
+//! Tensors made from sizes and ranges.
+use super::binary::Scalar;
+use super::map::{unary_into, Ptr};
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::parallel::{for_range, GRAIN};
+use crate::tensor::Tensor;
+use crate::with_dtype;
+
+pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
+    let out = Tensor::uninit(shape, dtype);
+    let v = value.to_tensor(dtype).broadcast_to(shape).unwrap();
+    with_dtype!(dtype, T, unary_into::<T, T>(&v, &out, |x| x));
+    out
+}
+
+/// Fills a fresh tensor with `f(i)` for flat index `i`, in parallel.
+pub fn from_index_fn<T: Element>(n: usize, f: impl Fn(usize) -> T + Sync) -> Tensor {
+    let out = Tensor::uninit(&[n], T::DTYPE);
+    let p = Ptr(out.data_ptr::<T>());
+    for_range(n, GRAIN, |s, e| {
+        for i in s..e {
+            unsafe { *p.at(i as isize) = f(i) };
+        }
+    });
+    out
+}
+
+pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
+    if step == 0.0 {
+        bail!(Runtime, "step must be nonzero");
+    }
+    if !start.is_finite() || !end.is_finite() {
+        bail!(Runtime, "unsupported range: {start} -> {end}");
+    }
+    if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
+        bail!(Runtime, "upper bound and larger bound inconsistent with step sign");
+    }
+    let n = ((end - start) / step).ceil().max(0.0) as usize;
+    Ok(with_dtype!(dtype, T, if dtype.is_float() {
+        from_index_fn::<T>(n, |i| T::from_f64(start + i as f64 * step))
+    } else {
+        from_index_fn::<T>(n, |i| T::from_i64((start + i as f64 * step) as i64))
+    }))
+}
+
+pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor> {
+    if steps < 0 {
+        bail!(Runtime, "number of steps must be non-negative, got {steps}");
+    }
+    let n = steps as usize;
+    let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
+    // Fill from both ends so the last element is exactly `end`, as PyTorch does.
+    let half = n.div_ceil(2);
+    Ok(with_dtype!(dtype, T, from_index_fn::<T>(n, |i| {
+        let v = if i < half { start + step * i as f64 } else { end - step * (n - 1 - i) as f64 };
+        if dtype.is_float() { T::from_f64(v) } else { T::from_i64(v as i64) }
+    })))
+}
+
+pub fn logspace(start: f64, end: f64, steps: i64, base: f64, dtype: DType) -> Result<Tensor> {
+    let exps = linspace(start, end, steps, DType::F64)?;
+    let out = Tensor::uninit(exps.shape(), dtype);
+    with_dtype!(dtype, T, unary_into::<f64, T>(&exps, &out, |e| T::from_f64(base.powf(e))));
+    Ok(out)
+}
+
+pub fn eye(n: usize, m: usize, dtype: DType) -> Tensor {
+    let out = Tensor::zeros(&[n, m], dtype);
+    with_dtype!(dtype, T, {
+        let p = out.data_ptr::<T>();
+        for i in 0..n.min(m) {
+            unsafe { *p.add(i * m + i) = T::one() };
+        }
+    });
+    out
+}

@@ -1,0 +1,160 @@
+//! Matrix products on the `gemm` crate (f32, f64, f16); bfloat16 goes through float32 until its
+//! own kernel lands; integers use a plain blocked loop.
+use super::map::Ptr;
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::layout::broadcast_shapes;
+use crate::parallel::{for_range, pool};
+use crate::tensor::Tensor;
+use crate::with_dtype;
+use half::f16;
+
+/// `dst = alpha·dst + beta·(a @ b)` for one (m×k)·(k×n) product with arbitrary strides.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_one<T: Element>(
+    m: usize, n: usize, k: usize,
+    dst: *mut T, dst_rs: isize, dst_cs: isize,
+    a: *const T, a_rs: isize, a_cs: isize,
+    b: *const T, b_rs: isize, b_cs: isize,
+    accumulate: bool, threads: usize,
+) {
+    let par = if threads > 1 && m * n * k > 64 * 64 * 64 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    macro_rules! call {
+        ($t:ty, $zero:expr, $one:expr) => {
+            gemm::gemm::<$t>(m, n, k, dst as *mut $t, dst_cs, dst_rs, accumulate, a as *const $t, a_cs, a_rs,
+                b as *const $t, b_cs, b_rs, if accumulate { $one } else { $zero }, $one, false, false, false, par)
+        };
+    }
+    match T::DTYPE {
+        DType::F32 => call!(f32, 0.0, 1.0),
+        DType::F64 => call!(f64, 0.0, 1.0),
+        DType::F16 => call!(f16, f16::ZERO, f16::ONE),
+        _ => {
+            // Integers: i-k-j loop, accumulate in the element type with wrapping, as PyTorch does.
+            for i in 0..m as isize {
+                for j in 0..n as isize {
+                    let d = dst.offset(i * dst_rs + j * dst_cs);
+                    let mut acc: i64 = if accumulate { (*d).to_i64() } else { 0 };
+                    for p in 0..k as isize {
+                        acc = acc.wrapping_add((*a.offset(i * a_rs + p * a_cs)).to_i64().wrapping_mul((*b.offset(p * b_rs + j * b_cs)).to_i64()));
+                    }
+                    *d = T::from_i64(acc);
+                }
+            }
+        }
+    }
+}
+
+fn check_dtypes(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dtype() != b.dtype() {
+        bail!(Runtime, "{op}: expected both operands to have the same dtype, but got {} and {}", a.dtype(), b.dtype());
+    }
+    if a.dtype() == DType::Bool {
+        bail!(Runtime, "{op}: \"addmm_impl_cpu_\" not implemented for 'Bool'");
+    }
+    Ok(())
+}
+
+/// Batched product over the leading dims of 3-d operands `[B, m, k] @ [B, k, n]`.
+fn bmm_into(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
+    if a.dtype() == DType::BF16 {
+        let r = bmm_fresh(&a.to_dtype(DType::F32), &b.to_dtype(DType::F32));
+        if accumulate {
+            let sum = super::binary::binary(super::binary::BinaryOp::Add, super::binary::Operand::Tensor(out), super::binary::Operand::Tensor(&r)).unwrap();
+            out.copy_(&sum).unwrap();
+        } else {
+            out.copy_(&r).unwrap();
+        }
+        return;
+    }
+    let (batch, m, k, n) = (a.shape()[0], a.shape()[1], a.shape()[2], b.shape()[2]);
+    let threads = pool().current_num_threads();
+    with_dtype!(a.dtype(), T, {
+        let (pa, pb, po) = (Ptr(a.data_ptr::<T>()), Ptr(b.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+        let (sa, sb, so) = (a.strides(), b.strides(), out.strides());
+        let run = |i: usize, threads: usize| unsafe {
+            let i = i as isize;
+            gemm_one::<T>(m, n, k, po.at(i * so[0]), so[1], so[2], pa.at(i * sa[0]), sa[1], sa[2],
+                pb.at(i * sb[0]), sb[1], sb[2], accumulate, threads);
+        };
+        if batch >= threads && m * n * k < 256 * 256 * 256 {
+            // Many small products: one per thread beats splitting each one.
+            for_range(batch, 1, |s, e| (s..e).for_each(|i| run(i, 1)));
+        } else {
+            pool().install(|| (0..batch).for_each(|i| run(i, threads)));
+        }
+    });
+}
+
+fn bmm_fresh(a: &Tensor, b: &Tensor) -> Tensor {
+    let out = Tensor::uninit(&[a.shape()[0], a.shape()[1], b.shape()[2]], a.dtype());
+    bmm_into(a, b, &out, false);
+    out
+}
+
+pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    check_dtypes("mm", a, b)?;
+    if a.ndim() != 2 || b.ndim() != 2 {
+        bail!(Runtime, "mm: expected 2-D tensors, but got {}-D and {}-D", a.ndim(), b.ndim());
+    }
+    if a.shape()[1] != b.shape()[0] {
+        bail!(Runtime, "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", a.shape()[0], a.shape()[1], b.shape()[0], b.shape()[1]);
+    }
+    Ok(bmm_fresh(&a.unsqueeze(0)?, &b.unsqueeze(0)?).squeeze(Some(&[0]))?)
+}
+
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    check_dtypes("bmm", a, b)?;
+    if a.ndim() != 3 || b.ndim() != 3 {
+        bail!(Runtime, "batch1 and batch2 must be 3D tensors, got {}-D and {}-D", a.ndim(), b.ndim());
+    }
+    if a.shape()[0] != b.shape()[0] || a.shape()[2] != b.shape()[1] {
+        bail!(Runtime, "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].", a.shape()[0], a.shape()[2], b.shape()[0], b.shape()[1]);
+    }
+    Ok(bmm_fresh(a, b))
+}
+
+/// `torch.matmul`: dot, matrix-vector, matrix-matrix and broadcast batched products.
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    check_dtypes("matmul", a, b)?;
+    let (da, db) = (a.ndim(), b.ndim());
+    if da == 0 || db == 0 {
+        bail!(Runtime, "both arguments to matmul need to be at least 1D, but they are {da}D and {db}D");
+    }
+    let (a2, b2) = (if da == 1 { a.unsqueeze(0)? } else { a.clone() }, if db == 1 { b.unsqueeze(1)? } else { b.clone() });
+    let (m, k) = (a2.shape()[a2.ndim() - 2], a2.shape()[a2.ndim() - 1]);
+    let (k2, n) = (b2.shape()[b2.ndim() - 2], b2.shape()[b2.ndim() - 1]);
+    if k != k2 {
+        bail!(Runtime, "mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n}); matmul operands have shapes {:?} and {:?}", a.shape(), b.shape());
+    }
+    let batch = broadcast_shapes(&a2.shape()[..a2.ndim() - 2], &b2.shape()[..b2.ndim() - 2])?;
+    let nb: usize = batch.iter().product();
+    let full = |t: &Tensor, r: usize, c: usize| -> Result<Tensor> {
+        let mut s = batch.clone();
+        s.extend([r, c]);
+        let e = t.broadcast_to(&s)?;
+        e.reshape(&[nb as i64, r as i64, c as i64])
+    };
+    let out = bmm_fresh(&full(&a2, m, k)?, &full(&b2, k, n)?);
+    let mut shape: Vec<i64> = batch.iter().map(|&d| d as i64).collect();
+    if da > 1 {
+        shape.push(m as i64);
+    }
+    if db > 1 {
+        shape.push(n as i64);
+    }
+    out.reshape(&shape)
+}
+
+/// `beta·input + alpha·(a @ b)` for 2-d `a`, `b` (`addmm`) or 3-d (`baddbmm`).
+pub fn addmm(input: &Tensor, a: &Tensor, b: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
+    use super::binary::{binary, BinaryOp::*, Operand::*, Scalar::Float};
+    let prod = if a.ndim() == 3 { bmm(a, b)? } else { mm(a, b)? };
+    let prod = if alpha != 1.0 { binary(Mul, Tensor(&prod), Scalar(Float(alpha)))? } else { prod };
+    if beta == 0.0 {
+        return Ok(prod);
+    }
+    let scaled = if beta != 1.0 { binary(Mul, Tensor(input), Scalar(Float(beta)))? } else { input.clone() };
+    binary(Add, Tensor(&scaled), Tensor(&prod))
+}

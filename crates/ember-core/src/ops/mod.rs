@@ -1,0 +1,30 @@
+//! Op families, one file each.
+pub mod binary;
+pub mod creation;
+pub mod map;
+pub mod math;
+pub mod matmul;
+pub mod random;
+pub mod reduce;
+pub mod unary;
+
+use crate::bail;
+use crate::dtype::{Category, DType};
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// PyTorch's `can_cast`: never to a lower category (float to int, int to bool).
+pub fn can_cast(from: DType, to: DType) -> bool {
+    from.category() <= to.category() || (to.category() == Category::Float && from.is_float())
+}
+
+/// Checks an `out=` (or in-place) target for a result of `shape` and `dtype`.
+pub fn check_out(out: &Tensor, shape: &[usize], dtype: DType) -> Result<()> {
+    if out.shape() != shape {
+        bail!(Runtime, "output with shape {:?} doesn't match the broadcast shape {shape:?}", out.shape());
+    }
+    if !can_cast(dtype, out.dtype()) {
+        bail!(Runtime, "result type {} can't be cast to the desired output type {}", dtype, out.dtype());
+    }
+    Ok(())
+}

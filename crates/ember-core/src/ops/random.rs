@@ -1,0 +1,210 @@
+//! Random numbers from a counter-based generator (Philox4x32-10): element `i` of a draw depends
+//! only on (seed, offset + i), so results are identical for every thread count and every run.
+use super::creation::from_index_fn;
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::tensor::Tensor;
+use crate::with_dtype;
+use std::sync::{Mutex, OnceLock};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Generator {
+    seed: u64,
+    /// Counter blocks already consumed.
+    offset: u64,
+}
+
+/// Philox4x32 with 10 rounds: four 32-bit outputs per (key, counter).
+fn philox(key: u64, counter: u64) -> [u32; 4] {
+    const M0: u64 = 0xD251_1F53;
+    const M1: u64 = 0xCD9E_8D57;
+    const W0: u32 = 0x9E37_79B9;
+    const W1: u32 = 0xBB67_AE85;
+    let mut c = [counter as u32, (counter >> 32) as u32, 0, 0];
+    let mut k = [key as u32, (key >> 32) as u32];
+    for _ in 0..10 {
+        let p0 = M0 * c[0] as u64;
+        let p1 = M1 * c[2] as u64;
+        c = [(p1 >> 32) as u32 ^ c[1] ^ k[0], p1 as u32, (p0 >> 32) as u32 ^ c[3] ^ k[1], p0 as u32];
+        k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+    }
+    c
+}
+
+impl Generator {
+    pub fn new(seed: u64) -> Self {
+        Generator { seed, offset: 0 }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    pub fn manual_seed(&mut self, seed: u64) {
+        *self = Generator::new(seed);
+    }
+
+    /// (seed, offset): enough to restore the stream exactly.
+    pub fn state(&self) -> (u64, u64) {
+        (self.seed, self.offset)
+    }
+
+    pub fn set_state(&mut self, state: (u64, u64)) {
+        (self.seed, self.offset) = state;
+    }
+
+    /// Reserves `n` 64-bit draws and returns a pure function from index to draw.
+    fn stream(&mut self, n: usize) -> impl Fn(usize) -> u64 + Sync + use<> {
+        let (key, base) = (self.seed, self.offset);
+        self.offset += (n as u64).div_ceil(2);
+        move |i| {
+            let r = philox(key, base + (i / 2) as u64);
+            let (hi, lo) = if i % 2 == 0 { (r[0], r[1]) } else { (r[2], r[3]) };
+            ((hi as u64) << 32) | lo as u64
+        }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.stream(2)(0)
+    }
+
+    /// Uniform in [0, 1) with 53 random bits.
+    pub fn next_f64(&mut self) -> f64 {
+        unit(self.next_u64())
+    }
+}
+
+fn unit(bits: u64) -> f64 {
+    (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// The process-wide default generator (`ember.manual_seed`).
+pub fn default_generator() -> &'static Mutex<Generator> {
+    static G: OnceLock<Mutex<Generator>> = OnceLock::new();
+    G.get_or_init(|| Mutex::new(Generator::new(67280421310721)))
+}
+
+fn float_out(dtype: DType, op: &str) -> Result<()> {
+    if !dtype.is_float() {
+        bail!(Type, "{op} expects a floating point dtype, got {dtype}");
+    }
+    Ok(())
+}
+
+fn cast_vec(t: Tensor, shape: &[usize], dtype: DType) -> Tensor {
+    let t = t.to_dtype(dtype);
+    t.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>()).unwrap()
+}
+
+/// Uniform on [low, high).
+pub fn uniform(g: &mut Generator, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Tensor> {
+    float_out(dtype, "uniform")?;
+    let n = crate::layout::numel(shape);
+    let s = g.stream(n);
+    let t = from_index_fn::<f64>(n, |i| low + (high - low) * unit(s(i)));
+    Ok(cast_vec(t, shape, dtype))
+}
+
+/// Normal(mean, std) by Box–Muller, one pair of draws per element.
+pub fn normal(g: &mut Generator, shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Tensor> {
+    float_out(dtype, "normal")?;
+    if std < 0.0 {
+        bail!(Runtime, "normal expects std >= 0.0, but found std {std}");
+    }
+    let n = crate::layout::numel(shape);
+    let s = g.stream(2 * n);
+    let t = from_index_fn::<f64>(n, |i| {
+        let u1 = 1.0 - unit(s(2 * i));
+        let u2 = unit(s(2 * i + 1));
+        mean + std * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    });
+    Ok(cast_vec(t, shape, dtype))
+}
+
+/// Integers uniform on [low, high).
+pub fn randint(g: &mut Generator, shape: &[usize], low: i64, high: i64, dtype: DType) -> Result<Tensor> {
+    if high <= low {
+        bail!(Runtime, "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}");
+    }
+    let n = crate::layout::numel(shape);
+    let range = (high as i128 - low as i128) as u128;
+    let s = g.stream(n);
+    let t = from_index_fn::<i64>(n, |i| (low as i128 + (s(i) as u128 % range) as i128) as i64);
+    Ok(cast_vec(t, shape, dtype))
+}
+
+pub fn randperm(g: &mut Generator, n: usize, dtype: DType) -> Result<Tensor> {
+    let s = g.stream(n);
+    let mut v: Vec<i64> = (0..n as i64).collect();
+    for i in (1..n).rev() {
+        v.swap(i, (s(i) % (i as u64 + 1)) as usize);
+    }
+    Ok(Tensor::from_vec(v, &[n])?.to_dtype(dtype))
+}
+
+/// Each element 1 with probability `p[i]` (which must lie in [0, 1]).
+pub fn bernoulli(g: &mut Generator, p: &Tensor, dtype: DType) -> Result<Tensor> {
+    let probs = p.to_dtype(DType::F64).contiguous().to_vec::<f64>()?;
+    if probs.iter().any(|q| !(0.0..=1.0).contains(q)) {
+        bail!(Runtime, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
+    }
+    let s = g.stream(probs.len());
+    let t = from_index_fn::<f64>(probs.len(), |i| (unit(s(i)) < probs[i]) as u8 as f64);
+    Ok(cast_vec(t, p.shape(), dtype))
+}
+
+/// Draws `num_samples` category indices per row of `probs` (1-d or 2-d).
+pub fn multinomial(g: &mut Generator, probs: &Tensor, num_samples: usize, replacement: bool) -> Result<Tensor> {
+    let (rows, cats) = match probs.shape() {
+        [c] => (1, *c),
+        [r, c] => (*r, *c),
+        s => bail!(Runtime, "prob_dist must be 1 or 2 dim, got shape {s:?}"),
+    };
+    if cats == 0 {
+        bail!(Runtime, "multinomial: number of categories cannot be zero");
+    }
+    if !replacement && num_samples > cats {
+        bail!(Runtime, "cannot sample n_sample > prob_dist.size(-1) samples without replacement (n_sample = {num_samples}, categories = {cats})");
+    }
+    let p = probs.to_dtype(DType::F64).contiguous().to_vec::<f64>()?;
+    if p.iter().any(|&w| w < 0.0 || !w.is_finite()) {
+        bail!(Runtime, "probability tensor contains either `inf`, `nan` or element < 0");
+    }
+    let mut out = Vec::with_capacity(rows * num_samples);
+    for r in 0..rows {
+        let mut w = p[r * cats..(r + 1) * cats].to_vec();
+        if w.iter().sum::<f64>() <= 0.0 {
+            bail!(Runtime, "invalid multinomial distribution (sum of probabilities <= 0)");
+        }
+        for _ in 0..num_samples {
+            let total: f64 = w.iter().sum();
+            let mut target = g.next_f64() * total;
+            let mut pick = cats - 1;
+            for (c, &wc) in w.iter().enumerate() {
+                if target < wc {
+                    pick = c;
+                    break;
+                }
+                target -= wc;
+            }
+            while w[pick] == 0.0 {
+                pick -= 1; // rounding at the top end; walk back to a category with weight
+            }
+            out.push(pick as i64);
+            if !replacement {
+                w[pick] = 0.0;
+            }
+        }
+    }
+    let shape: Vec<usize> = if probs.ndim() == 1 { vec![num_samples] } else { vec![rows, num_samples] };
+    Tensor::from_vec(out, &shape)
+}
+
+/// Fills `dst` (any dtype) from f64 values; the helper behind in-place `uniform_`/`normal_`.
+pub fn fill_from(dst: &Tensor, values: &Tensor) -> Result<()> {
+    with_dtype!(dst.dtype(), T, {
+        let _ = T::zero();
+    });
+    dst.copy_(values)
+}

@@ -1,0 +1,329 @@
+//! Reductions over any set of dims. The reduced dims are merged into runs (`Plan`); each output
+//! folds its runs with 8 independent accumulators, which is what lets float sums vectorise.
+use super::map::Ptr;
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::layout::wrap_dim;
+use crate::parallel::{for_range, pool, GRAIN};
+use crate::strided::{unravel, Plan};
+use crate::tensor::Tensor;
+use crate::with_dtype;
+use half::{bf16, f16};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ReduceOp {
+    Sum,
+    Prod,
+    Mean,
+    Amax,
+    Amin,
+    All,
+    Any,
+    CountNonzero,
+}
+
+impl ReduceOp {
+    pub fn from_name(name: &str) -> Option<ReduceOp> {
+        use ReduceOp::*;
+        Some(match name {
+            "sum" => Sum,
+            "prod" => Prod,
+            "mean" => Mean,
+            "amax" => Amax,
+            "amin" => Amin,
+            "all" => All,
+            "any" => Any,
+            "count_nonzero" => CountNonzero,
+            _ => return None,
+        })
+    }
+}
+
+/// The reduced dims, deduplicated and checked; `None` means all.
+pub fn reduced_dims(dims: Option<&[i64]>, ndim: usize) -> Result<Vec<bool>> {
+    let mut mask = vec![dims.is_none() || dims == Some(&[]); ndim];
+    for &d in dims.unwrap_or(&[]) {
+        let w = wrap_dim(d, ndim)?;
+        if ndim > 0 && std::mem::replace(&mut mask[w], true) {
+            bail!(Runtime, "dim {w} appears multiple times in the list of dims");
+        }
+    }
+    Ok(mask)
+}
+
+/// The output shape: reduced dims dropped, or kept as 1 with `keepdim`.
+pub fn out_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
+    shape
+        .iter()
+        .zip(mask)
+        .filter_map(|(&s, &r)| match (r, keepdim) {
+            (false, _) => Some(s),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect()
+}
+
+pub fn reduce(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    use ReduceOp::*;
+    let mask = reduced_dims(dims, x.ndim())?;
+    let count: usize = x.shape().iter().zip(&mask).filter(|p| *p.1).map(|p| *p.0).product();
+    let x = match dtype {
+        Some(d) => x.to_dtype(d),
+        None => x.clone(),
+    };
+    let d = x.dtype();
+    if op == Mean && !d.is_float() {
+        bail!(Runtime, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", long_name(d));
+    }
+    if matches!(op, Amax | Amin) && count == 0 && x.numel() > 0 || matches!(op, Amax | Amin) && x.numel() == 0 {
+        bail!(Index, "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.", if op == Amax { "amax" } else { "amin" });
+    }
+    let out_dtype = match op {
+        Sum | Prod if !d.is_float() => DType::I64,
+        All | Any => if d == DType::U8 { DType::U8 } else { DType::Bool },
+        CountNonzero => DType::I64,
+        _ => d,
+    };
+    let out = Tensor::uninit(&out_shape(x.shape(), &mask, keepdim), out_dtype);
+    macro_rules! go {
+        ($T:ty, $A:ty, $O:ty, $init:expr, $load:expr, $step:expr, $finish:expr) => {
+            fold::<$T, $A, $O>(&x, &mask, &out, $init, $load, $step, $finish)
+        };
+    }
+    macro_rules! floats {
+        ($init:expr, $step:expr, $finish:expr) => {
+            match d {
+                DType::F32 => go!(f32, f32, f32, $init, |v| v, $step, |a, n| $finish(a, n)),
+                DType::F64 => go!(f64, f64, f64, $init, |v| v, $step, |a, n| $finish(a, n)),
+                DType::F16 => go!(f16, f32, f16, $init, |v: f16| v.to_f32(), $step, |a, n| f16::from_f32($finish(a, n))),
+                DType::BF16 => go!(bf16, f32, bf16, $init, |v: bf16| v.to_f32(), $step, |a, n| bf16::from_f32($finish(a, n))),
+                _ => unreachable!(),
+            }
+        };
+    }
+    match op {
+        Sum if d.is_float() => floats!(0.0, |a, b| a + b, |a, _| a),
+        Prod if d.is_float() => floats!(1.0, |a, b| a * b, |a, _| a),
+        Mean => floats!(0.0, |a, b| a + b, mean_of),
+        Amax if d.is_float() => floats!(f32::NEG_INFINITY as _, |a, b| if a > b || a.is_nan() { a } else { b }, |a, _| a),
+        Amin if d.is_float() => floats!(f32::INFINITY as _, |a, b| if a < b || a.is_nan() { a } else { b }, |a, _| a),
+        Sum => with_dtype!(d, T, go!(T, i64, i64, 0, |v: T| v.to_i64(), |a: i64, b| a.wrapping_add(b), |a, _| a)),
+        Prod => with_dtype!(d, T, go!(T, i64, i64, 1, |v: T| v.to_i64(), |a: i64, b| a.wrapping_mul(b), |a, _| a)),
+        Amax => with_dtype!(d, T, go!(T, i64, T, i64::MIN, |v: T| v.to_i64(), |a: i64, b| a.max(b), |a, _| T::from_i64(a))),
+        Amin => with_dtype!(d, T, go!(T, i64, T, i64::MAX, |v: T| v.to_i64(), |a: i64, b| a.min(b), |a, _| T::from_i64(a))),
+        All | Any if out_dtype == DType::U8 => {
+            let (init, all) = (op == All, op == All);
+            go!(u8, bool, u8, init, |v: u8| v != 0, move |a: bool, b| if all { a & b } else { a | b }, |a, _| a as u8)
+        }
+        All => with_dtype!(d, T, go!(T, bool, bool, true, |v: T| v.is_nonzero(), |a: bool, b| a & b, |a, _| a)),
+        Any => with_dtype!(d, T, go!(T, bool, bool, false, |v: T| v.is_nonzero(), |a: bool, b| a | b, |a, _| a)),
+        CountNonzero => with_dtype!(d, T, go!(T, i64, i64, 0, |v: T| v.is_nonzero() as i64, |a: i64, b| a + b, |a, _| a)),
+    }
+    Ok(out)
+}
+
+fn mean_of<A: num_traits::Float>(sum: A, n: usize) -> A {
+    sum / A::from(n).unwrap()
+}
+
+fn long_name(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "Bool",
+        DType::U8 => "Byte",
+        DType::I8 => "Char",
+        DType::I16 => "Short",
+        DType::I32 => "Int",
+        DType::I64 => "Long",
+        DType::F16 => "Half",
+        DType::BF16 => "BFloat16",
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+    }
+}
+
+/// Folds `len` elements at `p` (stride `s`) into `acc`, 8 lanes at a time when contiguous.
+#[inline(always)]
+unsafe fn fold_run<T: Copy, A: Copy>(
+    p: *const T,
+    len: usize,
+    s: isize,
+    init: A,
+    acc: A,
+    load: &impl Fn(T) -> A,
+    step: &impl Fn(A, A) -> A,
+) -> A {
+    if s != 1 {
+        let mut acc = acc;
+        for k in 0..len as isize {
+            acc = step(acc, load(*p.offset(k * s)));
+        }
+        return acc;
+    }
+    let mut lanes = [init; 8];
+    let full = len / 8 * 8;
+    let mut k = 0;
+    while k < full {
+        for l in 0..8 {
+            lanes[l] = step(lanes[l], load(*p.add(k + l)));
+        }
+        k += 8;
+    }
+    let mut acc = acc;
+    for l in lanes {
+        acc = step(acc, l);
+    }
+    for k in full..len {
+        acc = step(acc, load(*p.add(k)));
+    }
+    acc
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fold_run_avx2<T: Copy, A: Copy>(
+    p: *const T,
+    len: usize,
+    s: isize,
+    init: A,
+    acc: A,
+    load: &impl Fn(T) -> A,
+    step: &impl Fn(A, A) -> A,
+) -> A {
+    fold_run(p, len, s, init, acc, load, step)
+}
+
+unsafe fn fold_any<T: Copy, A: Copy>(
+    p: *const T,
+    len: usize,
+    s: isize,
+    init: A,
+    acc: A,
+    load: &impl Fn(T) -> A,
+    step: &impl Fn(A, A) -> A,
+) -> A {
+    #[cfg(target_arch = "x86_64")]
+    if super::map::has_avx2() {
+        return fold_run_avx2(p, len, s, init, acc, load, step);
+    }
+    fold_run(p, len, s, init, acc, load, step)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
+    x: &Tensor,
+    mask: &[bool],
+    out: &Tensor,
+    init: A,
+    load: impl Fn(T) -> A + Sync,
+    step: impl Fn(A, A) -> A + Sync,
+    finish: impl Fn(A, usize) -> O + Sync,
+) {
+    let (kept, red): (Vec<usize>, Vec<usize>) = (0..x.ndim()).partition(|&d| !mask[d]);
+    let red_shape: Vec<usize> = red.iter().map(|&d| x.shape()[d]).collect();
+    let count: usize = red_shape.iter().product();
+    let outputs = out.numel();
+    let po = Ptr(out.data_ptr::<O>());
+    if outputs == 0 {
+        return;
+    }
+    if outputs == 1 && x.numel() >= 2 * GRAIN {
+        // One output: fold pieces of the flat data on every thread, then fold the partials.
+        let xc = x.contiguous();
+        let px = Ptr(xc.data_ptr::<T>());
+        let threads = pool().current_num_threads();
+        let piece = count.div_ceil(threads);
+        let partials = std::sync::Mutex::new(Vec::with_capacity(threads));
+        for_range(count, piece, |s, e| {
+            let part = unsafe { fold_any(px.at(s as isize), e - s, 1, init, init, &load, &step) };
+            partials.lock().unwrap().push(part);
+        });
+        let total = partials.into_inner().unwrap().into_iter().fold(init, &step);
+        unsafe { *po.at(0) = finish(total, count) };
+        return;
+    }
+    let red_strides: Vec<isize> = red.iter().map(|&d| x.strides()[d]).collect();
+    let red_plan = Plan::new(&red_shape, [&red_strides]);
+    let kept_shape: Vec<usize> = kept.iter().map(|&d| x.shape()[d]).collect();
+    let kept_strides: Vec<isize> = kept.iter().map(|&d| x.strides()[d]).collect();
+    let px = Ptr(x.data_ptr::<T>());
+    let grain = (GRAIN / count.max(1)).max(1);
+    for_range(outputs, grain, |start, end| {
+        let mut idx = unravel(start, &kept_shape);
+        for o in start..end {
+            let base: isize = idx.iter().zip(&kept_strides).map(|(&i, &s)| i as isize * s).sum();
+            let mut acc = init;
+            if count > 0 {
+                red_plan.for_each_run_serial(|off, len, s| {
+                    acc = unsafe { fold_any(px.at(base + off), len, s, init, acc, &load, &step) };
+                });
+            }
+            unsafe { *po.at(o as isize) = finish(acc, count) };
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < kept_shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+    });
+}
+
+/// `max`/`min` along one dim with the index of the first extreme (NaN counts as the extreme).
+/// `dim = None` reduces the flattened tensor.
+pub fn arg_reduce(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> Result<(Tensor, Tensor)> {
+    let name = if max { "max" } else { "min" };
+    let (x, dim) = match dim {
+        Some(d) => (x.clone(), x.wrap_dim(d)?),
+        None => (x.reshape(&[-1])?, 0),
+    };
+    let x = if x.ndim() == 0 { x.reshape(&[1])? } else { x };
+    let n = x.shape()[dim];
+    if n == 0 {
+        bail!(Index, "{name}(): Expected reduction dim {dim} to have non-zero size.");
+    }
+    let mut mask = vec![false; x.ndim()];
+    mask[dim] = true;
+    let shape = out_shape(x.shape(), &mask, keepdim);
+    let values = Tensor::uninit(&shape, x.dtype());
+    let indices = Tensor::uninit(&shape, DType::I64);
+    let xt = x.transpose(dim as i64, -1)?;
+    let kept_shape = &xt.shape()[..xt.ndim() - 1];
+    let kept_strides = &xt.strides()[..xt.ndim() - 1];
+    let s = *xt.strides().last().unwrap();
+    with_dtype!(x.dtype(), T, {
+        let (px, pv, pi) = (Ptr(xt.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
+        let better = |a: T, b: T| -> bool {
+            // `a` replaces the current best `b`.
+            a.to_f64().is_nan() && !b.to_f64().is_nan() || if max { a > b } else { a < b }
+        };
+        for_range(values.numel(), (GRAIN / n).max(1), |start, end| {
+            let mut idx = unravel(start, kept_shape);
+            for o in start..end {
+                let base: isize = idx.iter().zip(kept_strides).map(|(&i, &st)| i as isize * st).sum();
+                let (mut best, mut at) = (unsafe { *px.at(base) }, 0usize);
+                for k in 1..n {
+                    let v = unsafe { *px.at(base + k as isize * s) };
+                    if better(v, best) {
+                        best = v;
+                        at = k;
+                    }
+                }
+                unsafe {
+                    *pv.at(o as isize) = best;
+                    *pi.at(o as isize) = at as i64;
+                }
+                for d in (0..idx.len()).rev() {
+                    idx[d] += 1;
+                    if idx[d] < kept_shape[d] {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+            }
+        });
+    });
+    Ok((values, indices))
+}

@@ -1,0 +1,6 @@
+"""emberrec: TorchRec/FBGEMM-style jagged tensors and embedding bags, on Ember tensors.
+
+Nothing is implemented in this package yet; see README.md for what is planned.
+"""
+
+__version__ = "0.1.0"

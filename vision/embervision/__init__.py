@@ -1,0 +1,6 @@
+"""embervision: TorchVision-style datasets, transforms, models and ops, on Ember tensors.
+
+Nothing is implemented in this package yet; see README.md for what is planned.
+"""
+
+__version__ = "0.1.0"
