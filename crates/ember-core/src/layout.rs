@@ -114,6 +114,25 @@ impl Layout {
         true
     }
 
+    /// For a permuted-but-dense layout (a transpose of a contiguous tensor, say), the dims from
+    /// outermost to innermost in memory; `None` when contiguous already or not dense (gaps,
+    /// overlaps, negative or broadcast strides).
+    pub fn dense_order(&self) -> Option<Vec<usize>> {
+        if self.is_contiguous() || self.strides.iter().any(|&s| s <= 0) {
+            return None;
+        }
+        let mut order: Vec<usize> = (0..self.ndim()).collect();
+        order.sort_by_key(|&d| std::cmp::Reverse((self.strides[d], self.shape[d])));
+        let mut expected = 1isize;
+        for &d in order.iter().rev() {
+            if self.shape[d] != 1 && self.strides[d] != expected {
+                return None;
+            }
+            expected *= self.shape[d] as isize;
+        }
+        Some(order)
+    }
+
     /// The lowest and one-past-highest element offsets touched, for bounds checks.
     pub fn span(&self) -> (isize, isize) {
         if self.numel() == 0 {
@@ -327,6 +346,15 @@ mod tests {
         let t = Layout::contiguous(&[2, 3, 4]).transpose(0, 1); // [3,2,4] strides [4,12,1]
         assert!(t.view(&[3, 8]).is_none());
         assert_eq!(t.view(&[3, 2, 2, 2]).unwrap().strides(), &[4, 12, 2, 1]);
+    }
+
+    #[test]
+    fn dense_order_of_permutations() {
+        let l = Layout::contiguous(&[2, 3, 4]);
+        assert_eq!(l.dense_order(), None);
+        assert_eq!(l.permute(&[2, 0, 1]).unwrap().dense_order(), Some(vec![1, 2, 0]));
+        assert_eq!(l.slice(2, 0, 2, 2).transpose(0, 1).dense_order(), None); // gaps
+        assert_eq!(l.flip(&[0]).transpose(0, 1).dense_order(), None);
     }
 
     #[test]

@@ -42,6 +42,23 @@ impl Tensor {
         Self::from_parts(Arc::new(Storage::Cpu(CpuStorage::uninit(bytes))), Layout::contiguous(shape), dtype)
     }
 
+    /// A fresh tensor of `shape` laid out in memory in the same dim order as `like` when `like`
+    /// is dense (as PyTorch keeps an input's memory format in elementwise results), so that
+    /// every operand of the op streams through memory in the same order.
+    pub fn uninit_like(shape: &[usize], dtype: DType, like: Option<&Tensor>) -> Self {
+        let Some(order) = like.filter(|l| l.shape() == shape).and_then(|l| l.layout().dense_order()) else {
+            return Self::uninit(shape, dtype);
+        };
+        let permuted: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
+        let mut inverse = vec![0; order.len()];
+        for (i, &d) in order.iter().enumerate() {
+            inverse[d] = i;
+        }
+        let t = Self::uninit(&permuted, dtype);
+        let layout = t.layout().permute(&inverse).expect("inverse of a permutation");
+        t.with_layout(layout)
+    }
+
     pub fn zeros(shape: &[usize], dtype: DType) -> Self {
         let bytes = layout::numel(shape) * dtype.size();
         Self::from_parts(Arc::new(Storage::Cpu(CpuStorage::zeroed(bytes))), Layout::contiguous(shape), dtype)
@@ -293,7 +310,7 @@ impl Tensor {
 
     /// A fresh contiguous copy, always (PyTorch's `clone`).
     pub fn deep_clone(&self) -> Tensor {
-        let out = Tensor::uninit(self.shape(), self.dtype());
+        let out = Tensor::uninit_like(self.shape(), self.dtype(), Some(self));
         out.copy_from_unchecked(self);
         out
     }
@@ -302,7 +319,7 @@ impl Tensor {
         if dtype == self.dtype() {
             return self.clone();
         }
-        let out = Tensor::uninit(self.shape(), dtype);
+        let out = Tensor::uninit_like(self.shape(), dtype, Some(self));
         out.copy_from_unchecked(self);
         out
     }

@@ -187,7 +187,11 @@ pub fn binary(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
     let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
     let (x, y) = (a.materialize(compute, &shape)?, b.materialize(compute, &shape)?);
     check_int_divisor(op, &y)?;
-    let out = Tensor::uninit(&shape, out_dtype);
+    let like = [a, b].into_iter().find_map(|o| match o {
+        Operand::Tensor(t) if t.shape() == shape.as_slice() => Some(t),
+        _ => None,
+    });
+    let out = Tensor::uninit_like(&shape, out_dtype, like);
     run(op, &x, &y, &out);
     Ok(out)
 }

@@ -248,6 +248,10 @@ fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
     let kept_shape: Vec<usize> = kept.iter().map(|&d| x.shape()[d]).collect();
     let kept_strides: Vec<isize> = kept.iter().map(|&d| x.strides()[d]).collect();
     let px = Ptr(x.data_ptr::<T>());
+    if kept_strides.last() == Some(&1) && red_plan.inner_strides()[0] != 1 && count > 0 {
+        let cols = Columns { shape: &kept_shape, strides: &kept_strides, red_plan: &red_plan, count };
+        return cols.fold(px, po, init, &load, &step, &finish);
+    }
     let grain = (GRAIN / count.max(1)).max(1);
     for_range(outputs, grain, |start, end| {
         let mut idx = unravel(start, &kept_shape);
@@ -269,6 +273,77 @@ fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
             }
         }
     });
+}
+
+/// A reduction over outer dims whose innermost kept dim is contiguous (`sum(dim=0)` of a
+/// matrix): walking each output's column would touch a new cache line per element, so each task
+/// owns a block of adjacent outputs and streams whole row pieces into a block of accumulators.
+struct Columns<'a> {
+    shape: &'a [usize],
+    strides: &'a [isize],
+    red_plan: &'a Plan<1>,
+    count: usize,
+}
+
+const COLUMN_BLOCK: usize = 256;
+
+impl Columns<'_> {
+    fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
+        &self,
+        px: Ptr<T>,
+        po: Ptr<O>,
+        init: A,
+        load: &(impl Fn(T) -> A + Sync),
+        step: &(impl Fn(A, A) -> A + Sync),
+        finish: &(impl Fn(A, usize) -> O + Sync),
+    ) {
+        let inner = *self.shape.last().unwrap();
+        let outer_shape = &self.shape[..self.shape.len() - 1];
+        let blocks_per_row = inner.div_ceil(COLUMN_BLOCK);
+        let blocks = outer_shape.iter().product::<usize>() * blocks_per_row;
+        let grain = (GRAIN / (COLUMN_BLOCK * self.count).max(1)).max(1);
+        for_range(blocks, grain, |start, end| {
+            let mut acc = [init; COLUMN_BLOCK];
+            for b in start..end {
+                let (row, piece) = (b / blocks_per_row, b % blocks_per_row);
+                let first = piece * COLUMN_BLOCK;
+                let len = COLUMN_BLOCK.min(inner - first);
+                let idx = unravel(row, outer_shape);
+                let base: isize = idx.iter().zip(self.strides).map(|(&i, &s)| i as isize * s).sum::<isize>() + first as isize;
+                acc[..len].fill(init);
+                self.red_plan.for_each_run_serial(|off, rlen, s| {
+                    for j in 0..rlen as isize {
+                        unsafe { accumulate_any(&mut acc[..len], px.at(base + off + j * s), load, step) };
+                    }
+                });
+                let out_at = (row * inner + first) as isize;
+                for (i, &a) in acc[..len].iter().enumerate() {
+                    unsafe { *po.at(out_at + i as isize) = finish(a, self.count) };
+                }
+            }
+        });
+    }
+}
+
+#[inline(always)]
+unsafe fn accumulate<T: Copy, A: Copy>(acc: &mut [A], p: *const T, load: &impl Fn(T) -> A, step: &impl Fn(A, A) -> A) {
+    for (i, a) in acc.iter_mut().enumerate() {
+        *a = step(*a, load(*p.add(i)));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn accumulate_avx2<T: Copy, A: Copy>(acc: &mut [A], p: *const T, load: &impl Fn(T) -> A, step: &impl Fn(A, A) -> A) {
+    accumulate(acc, p, load, step)
+}
+
+unsafe fn accumulate_any<T: Copy, A: Copy>(acc: &mut [A], p: *const T, load: &impl Fn(T) -> A, step: &impl Fn(A, A) -> A) {
+    #[cfg(target_arch = "x86_64")]
+    if super::map::has_avx2() {
+        return accumulate_avx2(acc, p, load, step);
+    }
+    accumulate(acc, p, load, step)
 }
 
 /// `max`/`min` along one dim with the index of the first extreme (NaN counts as the extreme).

@@ -200,7 +200,7 @@ macro_rules! fpred {
 /// Computes `op(x)` into a fresh tensor.
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.out_dtype(x.dtype())?;
-    let out = Tensor::uninit(x.shape(), dtype);
+    let out = Tensor::uninit_like(x.shape(), dtype, Some(x));
     let input = if dtype.is_float() && !x.dtype().is_float() { x.to_dtype(dtype) } else { x.clone() };
     run(op, &input, &out);
     Ok(out)
