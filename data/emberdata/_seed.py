@@ -1,0 +1,17 @@
+"""Seeds drawn from ember's generators, so `ember.manual_seed` makes shuffling reproducible."""
+import random
+
+import ember
+
+SEED_HIGH = 2**62
+
+
+def draw_seed(generator=None):
+    """A fresh 62-bit seed from `generator`, or from ember's default generator."""
+    return int(ember.randint(0, SEED_HIGH, (1,), generator=generator).item())
+
+
+def derived_seeds(seed, count):
+    """`count` independent seeds derived from one, the same on every process and rank."""
+    rng = random.Random(seed)
+    return [rng.getrandbits(62) for _ in range(count)]
