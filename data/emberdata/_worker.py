@@ -36,6 +36,13 @@ def get_worker_info():
     return _worker_info
 
 
+class _KeyErrorMessage(str):
+    """KeyError shows repr() of its message; this keeps the traceback's newlines readable."""
+
+    def __repr__(self):
+        return self
+
+
 class ExceptionWrapper:
     """An exception caught in a worker, carried to the main process with its formatted traceback."""
 
@@ -48,7 +55,7 @@ class ExceptionWrapper:
     def reraise(self):
         msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
         if self.exc_type is KeyError:
-            msg = KeyError.__repr__(msg)  # KeyError repr()s its message; keep the newlines readable
+            msg = _KeyErrorMessage(msg)
         try:
             exc = self.exc_type(msg)
         except TypeError:

@@ -1,7 +1,7 @@
 """The DataPipe graph (torch.utils.data.graph): `traverse`, and the edits DataLoader2 makes to it.
 
 `traverse(dp)` returns `{dp: {source: {...}, ...}}` (PyTorch 1.12's shape). A DataPipe's sources are
-the DataPipes held in its attributes, directly or inside lists, tuples and dicts.
+the DataPipes held in its attributes, directly or inside lists, tuples and dicts of DataPipes.
 """
 from emberdata.datapipes._base import IterDataPipe, MapDataPipe
 
@@ -15,10 +15,12 @@ def _sources(datapipe):
         if isinstance(value, _DATAPIPES):
             if not any(value is f for f in found):
                 found.append(value)
-        elif isinstance(value, (list, tuple)):
+        elif isinstance(value, (list, tuple)) and value and isinstance(value[0], _DATAPIPES):
+            # Only containers of DataPipes (Zipper's inputs ...): a wrapped list of a million
+            # samples must not be walked on every epoch.
             for v in value:
                 visit(v)
-        elif isinstance(value, dict):
+        elif isinstance(value, dict) and value and isinstance(next(iter(value.values())), _DATAPIPES):
             for v in value.values():
                 visit(v)
 
