@@ -232,14 +232,19 @@ def none_for_odd(x):
 
 
 def test_groupby():
-    groups = list(dp(10).groupby(helpers_mod2, group_size=2))
+    groups = list(dp(12).groupby(helpers_mod2, group_size=2))
     assert all(len(g) == 2 and len({x % 2 for x in g}) == 1 for g in groups)
-    assert sorted(sum(groups, [])) == list(range(10))
+    assert sorted(sum(groups, [])) == list(range(12))
     groups = list(dp(7).groupby(helpers_mod2, buffer_size=3))
     assert sorted(sum(groups, [])) == list(range(7)) and all(len(g) <= 3 for g in groups)
-    with pytest.raises(RuntimeError, match="guaranteed_group_size"):
-        list(dp(5).groupby(helpers_mod2, group_size=3))
-    assert all(len(g) == 3 for g in dp(5).groupby(helpers_mod2, group_size=3, drop_remaining=True))
+    assert sorted(map(len, dp(5).groupby(helpers_mod2, group_size=3))) == [2, 3]
+    assert [len(g) for g in dp(5).groupby(helpers_mod2, group_size=3, drop_remaining=True)] == [3]
+    with pytest.raises(RuntimeError, match="guaranteed_group_size=3"):
+        list(dp(10).groupby(helpers_mod2, buffer_size=4, group_size=3))
+    kept = list(dp(10).groupby(helpers_mod2, buffer_size=4, group_size=3, drop_remaining=True))
+    assert all(len(g) == 3 for g in kept)
+    with pytest.raises(ValueError, match="needs group_size"):
+        dp().groupby(helpers_mod2, guaranteed_group_size=2)
     with pytest.raises(ValueError, match="group_size"):
         dp().groupby(helpers_mod2, buffer_size=2, group_size=3)
 

@@ -148,7 +148,7 @@ def test_fsspec_lister_and_opener(tree):
     fs.pipe("/emberdata-test/x.txt", b"mem-x\n")
     fs.pipe("/emberdata-test/y.bin", b"mem-y")
     listed = list(IterableWrapper(["memory://emberdata-test"]).list_files_by_fsspec(masks="*.txt"))
-    assert listed == ["memory://emberdata-test/x.txt"]
+    assert len(listed) == 1 and listed[0].startswith("memory://") and listed[0].endswith("/emberdata-test/x.txt")
     (path, stream), = IterableWrapper(listed).open_files_by_fsspec(mode="rb")
     assert stream.read() == b"mem-x\n"
     saved = list(IterableWrapper([("memory://emberdata-test/z.txt", "Z")]).save_by_fsspec())

@@ -462,8 +462,10 @@ class _BucketSplitter(IterDataPipe):
 class Grouper(IterDataPipe):
     """Groups samples by `group_key_fn`, holding at most `buffer_size` samples.
 
-    A group is yielded when it reaches `group_size`; when the buffer is full the largest group is
-    yielded early (or dropped, or an error raised, if it is smaller than `guaranteed_group_size`).
+    A group is yielded when it reaches `group_size`. When the buffer is full the largest group is
+    yielded early; if it is smaller than `guaranteed_group_size` (default: `group_size`) it is
+    dropped with `drop_remaining=True`, else a RuntimeError is raised. At the end the remaining
+    groups are yielded (dropped with `drop_remaining=True`).
     """
 
     def __init__(self, datapipe, group_key_fn, *, buffer_size=10000, group_size=None, guaranteed_group_size=None, drop_remaining=False):
@@ -473,23 +475,24 @@ class Grouper(IterDataPipe):
         self.group_size = check_int(group_size, "Grouper: group_size", minimum=1, allow_none=True)
         if group_size is not None and group_size > buffer_size:
             raise ValueError(f"Grouper: group_size ({group_size}) must be <= buffer_size ({buffer_size})")
-        self.guaranteed_group_size = check_int(guaranteed_group_size, "Grouper: guaranteed_group_size", minimum=1, allow_none=True)
-        if guaranteed_group_size is not None and group_size is not None and guaranteed_group_size > group_size:
-            raise ValueError("Grouper: guaranteed_group_size must be <= group_size")
-        if guaranteed_group_size is None and group_size is not None:
-            self.guaranteed_group_size = group_size
+        check_int(guaranteed_group_size, "Grouper: guaranteed_group_size", minimum=1, allow_none=True)
+        if guaranteed_group_size is not None and (group_size is None or guaranteed_group_size > group_size):
+            raise ValueError("Grouper: guaranteed_group_size needs group_size, and must be <= group_size")
+        self.guaranteed_group_size = guaranteed_group_size if guaranteed_group_size is not None else group_size
         self.drop_remaining = drop_remaining
 
-    def _release(self, group):
-        """The group as a DataChunk, or None when it is too small and may be dropped."""
+    def _evict_biggest(self, groups):
+        """Makes room: the biggest group, or None when it is too small and may be dropped."""
+        biggest = max(groups, key=lambda k: len(groups[k]))
+        group = groups.pop(biggest)
         if self.guaranteed_group_size is not None and len(group) < self.guaranteed_group_size:
             if self.drop_remaining:
-                return None
+                return group, None
             raise RuntimeError(
-                f"Grouper: a group of {len(group)} samples is smaller than guaranteed_group_size="
-                f"{self.guaranteed_group_size}; raise buffer_size or set drop_remaining=True"
+                f"Grouper: the buffer of {self.buffer_size} is full and its biggest group has {len(group)} samples, "
+                f"fewer than guaranteed_group_size={self.guaranteed_group_size}; raise buffer_size or set drop_remaining=True"
             )
-        return DataChunk(group)
+        return group, DataChunk(group)
 
     def __iter__(self):
         groups, buffered = {}, 0
@@ -501,15 +504,13 @@ class Grouper(IterDataPipe):
                 buffered -= len(groups[key])
                 yield DataChunk(groups.pop(key))
             elif buffered == self.buffer_size:
-                biggest = max(groups, key=lambda k: len(groups[k]))
-                buffered -= len(groups[biggest])
-                chunk = self._release(groups.pop(biggest))
+                group, chunk = self._evict_biggest(groups)
+                buffered -= len(group)
                 if chunk is not None:
                     yield chunk
-        for group in groups.values():
-            chunk = self._release(group)
-            if chunk is not None:
-                yield chunk
+        if not self.drop_remaining:
+            for group in groups.values():
+                yield DataChunk(group)
 
 
 class Sampler(IterDataPipe):

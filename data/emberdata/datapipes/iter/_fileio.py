@@ -344,11 +344,10 @@ class FSSpecFileLister(IterDataPipe):
         fsspec = _fsspec()
         for root in self.datapipe:
             fs, path = fsspec.core.url_to_fs(root, **self.kwargs)
-            protocol = root.split("://", 1)[0] + "://" if "://" in root else ""
             entries = [path] if fs.isfile(path) else sorted(fs.ls(path, detail=False))
             for entry in entries:
                 if fs.isfile(entry) and _match_masks(os.path.basename(entry), self.masks):
-                    yield protocol + entry.removeprefix(protocol) if protocol else entry
+                    yield fs.unstrip_protocol(entry) if "://" in root else entry
 
 
 @functional_datapipe("open_files_by_fsspec")
