@@ -6,7 +6,9 @@ Endpoint, credentials and region come from the usual AWS environment and config 
 that never answers gives a TimeoutError instead of a hang.
 """
 import collections
+import functools
 import io
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 from emberdata.datapipes._base import IterDataPipe, check_datapipe, check_int, functional_datapipe
@@ -27,7 +29,18 @@ def _boto():
     return boto3, botocore
 
 
+# What decides which server and identity a client talks to: a change in any of them needs a new client.
+_CLIENT_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+               "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")
+
+
 def _client(region, request_timeout_ms):
+    return _cached_client(region, request_timeout_ms, tuple(os.environ.get(k) for k in _CLIENT_ENV))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_client(region, request_timeout_ms, _env):
+    """Clients are thread-safe and slow to build (they load service models): one per setting."""
     boto3, botocore = _boto()
     options = {}
     if request_timeout_ms > 0:
@@ -199,8 +212,9 @@ class S3FileLoader(IterDataPipe):
         for url in self.source_datapipe:
             try:
                 stream = self._open(client, url)
-            except (ValueError, TimeoutError, FileNotFoundError):
-                raise
             except Exception as e:
-                raise _translate(e, url, self.request_timeout_ms) from e
+                error = _translate(e, url, self.request_timeout_ms)
+                if error is e:
+                    raise
+                raise error from e
             yield url, StreamWrapper(stream)
