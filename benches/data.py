@@ -41,8 +41,8 @@ class BigSamples:
 
 def _peak_rss_mb():
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return own, workers
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, children
 
 
 def _loader(lib, workload, workers):
@@ -57,18 +57,33 @@ def _loader(lib, workload, workers):
     return emberdata.DataLoader(dataset, batch_size=batch, num_workers=workers), len(dataset)
 
 
+def _worker_peak_rss_mb(iterator):
+    """The largest peak RSS among the iterator's worker processes (read before they exit)."""
+    peaks = [0.0]
+    for w in getattr(iterator, "_workers", []):
+        try:
+            with open(f"/proc/{w.pid}/status") as f:
+                peaks += [int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:")]
+        except OSError:
+            pass
+    return max(peaks)
+
+
 def run_one(lib, workload, workers):
     loader, n = _loader(lib, workload, workers)
     for _ in loader:  # warm-up epoch: worker start-up and imports are not what is measured
         break
     start = time.perf_counter()
-    seen = 0
-    for batch in loader:
+    seen, worker_rss = 0, 0.0
+    iterator = iter(loader)
+    for i, batch in enumerate(iterator):
         seen += len(batch[1] if workload == "small" else batch)
+        if i == len(loader) - 2:
+            worker_rss = _worker_peak_rss_mb(iterator)
     elapsed = time.perf_counter() - start
     assert seen == n
-    own, child = _peak_rss_mb()
-    return {"samples_per_s": n / elapsed, "rss_main_mb": own, "rss_worker_mb": child}
+    own, _ = _peak_rss_mb()
+    return {"samples_per_s": n / elapsed, "rss_main_mb": own, "rss_worker_mb": worker_rss}
 
 
 def run_buffers(lib):

@@ -219,3 +219,13 @@ def test_persistent_workers_datapipe_new_order_each_epoch():
 def test_default_convert_without_batching():
     out = default_convert([np.zeros(2)])
     assert isinstance(out[0], ember.Tensor)
+
+
+@pytest.mark.parametrize("num_workers", [0, 1])
+def test_map_datapipe_with_random_sampler(num_workers):
+    from emberdata.datapipes.map import SequenceWrapper
+
+    ember.manual_seed(4)
+    dl = DataLoader(SequenceWrapper(list(range(9))).map(helpers.double), batch_size=4, shuffle=True, num_workers=num_workers)
+    values = flatten(dl)
+    assert sorted(values) == [2 * i for i in range(9)] and values != sorted(values)
