@@ -44,7 +44,8 @@ def _sample(i):
 ember.manual_seed(0)
 pipe = IterableWrapper(range(12)).shuffle().sharding_filter().map(_sample)
 batch = next(iter(DataLoader(pipe, batch_size=4)))
-print("\nemberdata batch: labels", batch["label"].tolist(), "features", tuple(batch["features"].shape), batch["features"].dtype)
+print("\nemberdata shuffled batch: samples", batch["features"][:, 0].tolist(), "labels", batch["label"].tolist(),
+      "features", tuple(batch["features"].shape), batch["features"].dtype)
 loader = DataLoader2(pipe.batch(4).collate())
 epoch = iter(loader)
 next(epoch)

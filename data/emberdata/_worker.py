@@ -14,6 +14,8 @@ import numpy as np
 
 import ember
 
+from emberdata import _shm
+
 # How often a waiting worker checks that the main process is still alive, and how often the main
 # process checks for dead workers while it waits for data.
 MP_STATUS_CHECK_INTERVAL = 1.0
@@ -94,6 +96,7 @@ class WorkerConfig:
     world_size: int
     rank: int
     main_pid: int
+    shm_prefix: object  # str: send big tensors through /dev/shm files named with it; None: pickle them
 
 
 def seed_process(seed):
@@ -215,6 +218,9 @@ def worker_loop(cfg, index_queue, data_queue, done_event):
                     iteration_end = True
             except Exception:
                 data = ExceptionWrapper(f"in DataLoader worker process {cfg.worker_id}")
+            else:
+                if cfg.shm_prefix is not None and not isinstance(data, IterableDatasetStopIteration):
+                    data = _shm.export(data, cfg.shm_prefix)
         data_queue.put((send_idx, data))
     data_queue.cancel_join_thread()
     data_queue.close()

@@ -11,7 +11,7 @@ import os
 import queue
 import warnings
 
-from emberdata import _worker
+from emberdata import _shm, _worker
 from emberdata._collate import default_collate, default_convert
 from emberdata._seed import draw_seed
 from emberdata.dataset import IterableDataset
@@ -229,6 +229,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         ctx = loader.multiprocessing_context
         ctx = _default_context() if ctx is None else (multiprocessing.get_context(ctx) if isinstance(ctx, str) else ctx)
         self._shutdown = False
+        self._shm_prefix = _shm.new_prefix() if _shm.available() else None
         self._workers, self._index_queues = [], []
         self._worker_result_queue = ctx.Queue()
         self._workers_done_event = ctx.Event()
@@ -246,7 +247,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         cfg = _worker.WorkerConfig(
             self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn, self._drop_last,
             self._base_seed, loader.worker_init_fn, worker_id, self._num_workers, self._shared_seed,
-            self._world_size, self._rank, os.getpid(),
+            self._world_size, self._rank, os.getpid(), self._shm_prefix,
         )
         w = ctx.Process(target=_worker.worker_loop, args=(cfg, index_queue, self._worker_result_queue, self._workers_done_event), daemon=True)
         w.start()
@@ -268,12 +269,18 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         super()._reset(loader)
         for q in self._index_queues:
             q.put(_worker.ResumeIteration(self._shared_seed))
-        # Drain the previous epoch's leftovers until every worker has acknowledged the resume.
+        # Drain the previous epoch's leftovers until every worker has acknowledged the resume;
+        # restoring them frees their shared memory.
+        for info in self._task_info.values():
+            if len(info) == 2:
+                _shm.restore(info[1])
         remaining = self._num_workers
         while remaining:
-            tag, _ = self._get_data()
+            tag, data = self._get_data()
             if isinstance(tag, _worker.ResumeIteration):
                 remaining -= 1
+            else:
+                _shm.restore(data)
         self._begin_epoch()
 
     def _try_put_index(self):
@@ -349,7 +356,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         if isinstance(data, _worker.ExceptionWrapper):
             self._shutdown_workers()
             data.reraise()
-        return data
+        return _shm.restore(data)
 
     def _shutdown_workers(self):
         """Stops every worker: a polite None first, termination if it doesn't exit in time."""
@@ -372,6 +379,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             q.close()
         self._worker_result_queue.cancel_join_thread()
         self._worker_result_queue.close()
+        if self._shm_prefix is not None:
+            _shm.cleanup(self._shm_prefix)
 
     def __del__(self):
         # An early `break` or an exception drops the iterator: the workers must not outlive it.

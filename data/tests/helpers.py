@@ -4,6 +4,7 @@ import time
 
 import numpy as np
 
+import ember
 import emberdata
 from emberdata.datapipes.iter import IterableWrapper
 
@@ -55,7 +56,7 @@ class CountingIterable(emberdata.IterableDataset):
 class WorkerInfoDataset(emberdata.Dataset):
     def __getitem__(self, i):
         info = emberdata.get_worker_info()
-        return (info.id, info.seed, os.getpid(), np.random.randint(0, 2**31), int(__import__("ember").randint(0, 2**31, (1,)).item()))
+        return (info.id, info.seed, os.getpid(), np.random.randint(0, 2**31), int(ember.randint(0, 2**31, (1,)).item()))
 
     def __len__(self):
         return 6
@@ -98,7 +99,6 @@ def shuffled_pipeline(n=40, buffer_size=1000):
 def run_rank(rank, world_size, store, n, epochs, out_queue, resume=None):
     """One simulated rank of a DistributedReadingService job; sends its epochs back."""
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), EMBERDATA_STORE=store)
-    import ember
     from emberdata.dataloader2 import DataLoader2, DistributedReadingService
 
     ember.manual_seed(100 + rank)  # different on each rank: the shared seed must come from rank 0

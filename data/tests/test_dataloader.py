@@ -229,3 +229,25 @@ def test_map_datapipe_with_random_sampler(num_workers):
     dl = DataLoader(SequenceWrapper(list(range(9))).map(helpers.double), batch_size=4, shuffle=True, num_workers=num_workers)
     values = flatten(dl)
     assert sorted(values) == [2 * i for i in range(9)] and values != sorted(values)
+
+
+class BigArrays(helpers.SquaresDataset):
+    def __getitem__(self, i):
+        return {"big": np.full((64, 1024), i, dtype=np.float32), "bf": ember.full((2,), float(i)).to(ember.bfloat16)}
+
+
+@pytest.mark.parametrize("stop_early", [False, True])
+def test_big_batches_cross_shared_memory_and_leave_no_files(stop_early):
+    import glob
+
+    dl = DataLoader(BigArrays(8), batch_size=2, num_workers=2)
+    it = iter(dl)
+    prefix = it._shm_prefix
+    first = next(it)
+    assert first["big"][1, 0, 0].item() == 1.0 and tuple(first["big"].shape) == (2, 64, 1024)
+    assert first["bf"].dtype == ember.bfloat16
+    rest = [] if stop_early else list(it)
+    assert [b["big"][0, 0, 0].item() for b in rest] == ([] if stop_early else [2.0, 4.0, 6.0])
+    del it
+    gc.collect()
+    assert not glob.glob(f"/dev/shm/{prefix}-*")

@@ -95,6 +95,26 @@ def test_worker_error_propagates_and_workers_stop():
     dl.shutdown()
 
 
+def test_early_break_stops_the_service_workers():
+    import gc
+
+    dl = DataLoader2(helpers.shuffled_pipeline(40), reading_service=MultiProcessingReadingService(num_workers=2))
+    it = iter(dl)
+    next(it)
+    assert len(multiprocessing.active_children()) >= 2
+    del it
+    gc.collect()
+    assert not multiprocessing.active_children()
+    dl.shutdown()
+
+
+def test_datachunk_helpers():
+    from emberdata.datapipes import DataChunk
+
+    chunk = DataChunk([1, 2])
+    assert chunk.as_str("  ") == "  [1, 2]" and list(chunk.raw_iterator()) == [1, 2]
+
+
 def test_persistent_workers_service():
     service = MultiProcessingReadingService(num_workers=2, persistent_workers=True)
     with DataLoader2(helpers.shuffled_pipeline(20), reading_service=service) as dl:

@@ -17,15 +17,11 @@ except ImportError:
 class DataChunk(list):
     """A list that marks a batch, so that `unbatch` and `in_batch_shuffle` know where batches are."""
 
-    def __init__(self, items=()):
-        super().__init__(items)
-        self.items = self
-
     def as_str(self, indent=""):
         return indent + "[" + ", ".join(str(i) for i in iter(self)) + "]"
 
     def raw_iterator(self):
-        yield from self.items
+        yield from list.__iter__(self)
 
 
 def _is_unpicklable_fn(obj):
