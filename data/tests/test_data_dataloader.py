@@ -7,7 +7,7 @@ import ember
 from emberdata import DataLoader, IterableDataset, RandomSampler, default_convert
 from emberdata.datapipes.iter import IterableWrapper
 
-import helpers
+import emberdata_test_helpers as helpers
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 
@@ -153,7 +153,7 @@ def test_errors_carry_the_worker_traceback(num_workers):
         list(dl)
     if num_workers:
         assert "Caught ValueError in DataLoader worker process" in str(info.value)
-        assert "helpers.py" in str(info.value)  # the worker's own traceback
+        assert "emberdata_test_helpers.py" in str(info.value)  # the worker's own traceback
 
 
 def test_key_error_message_stays_readable():

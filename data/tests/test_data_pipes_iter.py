@@ -20,7 +20,7 @@ from emberdata.datapipes.iter import (
 from emberdata.datapipes.graph_settings import apply_sharding, apply_shuffle_seed, apply_shuffle_settings
 from emberdata.sampler import SequentialSampler
 
-import helpers
+import emberdata_test_helpers as helpers
 
 
 def dp(n=10):

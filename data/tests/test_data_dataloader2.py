@@ -13,7 +13,7 @@ from emberdata.dataloader2 import (
 from emberdata.datapipes.iter import IterableWrapper
 from emberdata.datapipes.map import SequenceWrapper
 
-import helpers
+import emberdata_test_helpers as helpers
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 EVENS = [2 * i for i in range(40)]

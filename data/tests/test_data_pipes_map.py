@@ -5,7 +5,7 @@ from emberdata.datapipes import MapDataPipe, IterDataPipe
 from emberdata.datapipes.iter import IterableWrapper
 from emberdata.datapipes.map import Batcher, SequenceWrapper, Zipper
 
-import helpers
+import emberdata_test_helpers as helpers
 
 
 def seq(n=5):
