@@ -98,8 +98,10 @@ def test_filter_plain_and_batched():
 def test_shuffler_is_a_permutation_and_seeded():
     out = list(dp(100).shuffle(buffer_size=7))
     assert sorted(out) == list(range(100)) and out != list(range(100))
-    s = dp(50).shuffle().set_seed(3)
-    assert list(s) == list(s)
+    s, same = dp(50).shuffle().set_seed(3), dp(50).shuffle().set_seed(3)
+    first, second = list(s), list(s)
+    assert first != second  # a second pass moves on to a derived seed ...
+    assert [list(same), list(same)] == [first, second]  # ... the same one for the same set_seed
     assert list(dp(50).shuffle().set_seed(3)) != list(dp(50).shuffle().set_seed(4))
     ember.manual_seed(1)
     a = list(dp(50).shuffle())

@@ -3,7 +3,7 @@ import copy
 import random
 import warnings
 
-from emberdata._seed import draw_seed
+from emberdata._seed import take_seed
 from emberdata.datapipes._base import (
     DataChunk,
     IterDataPipe,
@@ -127,8 +127,9 @@ class Shuffler(IterDataPipe):
     """Shuffles through a buffer of `buffer_size` samples (memory is bounded by it).
 
     Deterministic: the seed is the one given by `set_seed` (DataLoader/DataLoader2 set it once per
-    epoch, identical on every worker and rank), otherwise one drawn from ember's default generator
-    at each iteration, so `ember.manual_seed` reproduces the order. `unbatch_level` unbatches first.
+    epoch, identical on every worker and rank; a second pass in the same epoch uses a seed derived
+    from it), otherwise one drawn from ember's default generator at each iteration, so
+    `ember.manual_seed` reproduces the order. `unbatch_level` unbatches first.
     """
 
     def __init__(self, datapipe, *, buffer_size=10000, unbatch_level=0):
@@ -151,7 +152,7 @@ class Shuffler(IterDataPipe):
         if not self._enabled:
             yield from self.datapipe
             return
-        rng = random.Random(self._seed if self._seed is not None else draw_seed())
+        rng = random.Random(take_seed(self))
         buffer = []
         for x in self.datapipe:
             if len(buffer) == self.buffer_size:
@@ -397,7 +398,7 @@ class InBatchShuffler(IterDataPipe):
         return self
 
     def __iter__(self):
-        rng = random.Random(self._seed if self._seed is not None else draw_seed())
+        rng = random.Random(take_seed(self))
         for batch in self.datapipe:
             if not isinstance(batch, list):
                 raise TypeError(f"InBatchShuffler: expected batches (lists), got {type(batch).__name__}")

@@ -3,7 +3,7 @@ import copy
 import random
 import warnings
 
-from emberdata._seed import draw_seed
+from emberdata._seed import take_seed
 from emberdata.datapipes._base import (
     DataChunk,
     IterDataPipe,
@@ -140,7 +140,7 @@ class Shuffler(IterDataPipe):
     def __iter__(self):
         order = list(self.indices)
         if self._enabled:
-            random.Random(self._seed if self._seed is not None else draw_seed()).shuffle(order)
+            random.Random(take_seed(self)).shuffle(order)
         for i in order:
             yield self.datapipe[i]
 
