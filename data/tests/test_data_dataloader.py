@@ -252,3 +252,8 @@ def test_big_batches_cross_shared_memory_and_leave_no_files(stop_early):
     del it
     gc.collect()
     assert not glob.glob(f"/dev/shm/{prefix}-*")
+
+
+def test_spawn_start_method_works():
+    dl = DataLoader(helpers.SquaresDataset(4), batch_size=2, num_workers=1, multiprocessing_context="spawn")
+    assert flatten(b["y"] for b in dl) == [0, 1, 4, 9]
