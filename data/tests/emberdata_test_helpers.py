@@ -132,3 +132,13 @@ def run_rank(rank, world_size, store, n, epochs, out_queue, resume=None):
     result = [list(dl) for _ in range(epochs)]
     dl.shutdown()
     out_queue.put((rank, result))
+
+
+class DyingDataset(emberdata.Dataset):
+    """The worker process dies outright (no Python exception to carry back)."""
+
+    def __getitem__(self, i):
+        os._exit(3)
+
+    def __len__(self):
+        return 4

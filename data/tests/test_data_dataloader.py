@@ -257,3 +257,9 @@ def test_big_batches_cross_shared_memory_and_leave_no_files(stop_early):
 def test_spawn_start_method_works():
     dl = DataLoader(helpers.SquaresDataset(4), batch_size=2, num_workers=1, multiprocessing_context="spawn")
     assert flatten(b["y"] for b in dl) == [0, 1, 4, 9]
+
+
+def test_a_worker_that_dies_is_reported():
+    dl = DataLoader(helpers.DyingDataset(), batch_size=None, num_workers=1)
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
+        list(dl)
