@@ -29,8 +29,11 @@ def _sources(datapipe):
     return found
 
 
-def traverse(datapipe, only_datapipe=True):
-    """The graph below `datapipe` as nested dicts keyed by DataPipe (each DataPipe appears once per path)."""
+def traverse(datapipe, only_datapipe=False):
+    """The graph below `datapipe` as nested dicts keyed by DataPipe (each DataPipe appears once per path).
+
+    `only_datapipe` is accepted for PyTorch compatibility: the graph always holds DataPipes only.
+    """
     if not isinstance(datapipe, _DATAPIPES):
         raise TypeError(f"traverse(): datapipe must be an IterDataPipe or MapDataPipe, got {type(datapipe).__name__}")
     return {datapipe: _traverse_sources(datapipe, (datapipe,))}
