@@ -58,6 +58,8 @@ def _default_context():
 def _check_args(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, drop_last, timeout, prefetch_factor, persistent_workers):
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
         raise ValueError(f"num_workers option should be a non-negative integer, got num_workers={num_workers!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout option should be a number of seconds, got {type(timeout).__name__}")
     if timeout < 0:
         raise ValueError(f"timeout option should be non-negative, got timeout={timeout!r}")
     if num_workers == 0 and prefetch_factor != 2:

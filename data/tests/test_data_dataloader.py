@@ -59,6 +59,8 @@ def test_bad_arguments():
         DataLoader(list(range(3)), persistent_workers=True)
     with pytest.raises(ValueError, match="timeout option should be non-negative"):
         DataLoader(list(range(3)), timeout=-1)
+    with pytest.raises(TypeError, match="timeout option should be a number of seconds, got str"):
+        DataLoader(list(range(3)), timeout="5")
     with pytest.raises(ValueError, match="expected unspecified shuffle option"):
         DataLoader(helpers.CountingIterable(3), shuffle=True)
     with pytest.raises(ValueError, match="mutually exclusive with drop_last"):
