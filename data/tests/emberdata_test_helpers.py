@@ -1,14 +1,13 @@
-"""Module-level datasets, functions and fixtures for the tests: worker processes unpickle them by name.
+"""Module-level datasets and functions for the tests: worker processes unpickle them by name, so
+this module stays light (no pytest import: every worker would pay for it).
 
 (No conftest.py: other packages' tests import theirs as the module `conftest`, and a second one
 would shadow it in a shared pytest run.)
 """
-import multiprocessing
 import os
 import time
 
 import numpy as np
-import pytest
 
 import ember
 import emberdata
@@ -19,18 +18,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # by module name: make this folder importable there too.
 if HERE not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, os.environ.get("PYTHONPATH")) if p)
-
-
-@pytest.fixture
-def no_leaked_workers():
-    """Fails the test if it leaves worker processes running."""
-    before = {p.pid for p in multiprocessing.active_children()}
-    yield
-    leaked = [p for p in multiprocessing.active_children() if p.pid not in before]
-    for p in leaked:
-        p.terminate()
-        p.join()
-    assert not leaked, f"worker processes left running: {leaked}"
 
 
 class SquaresDataset(emberdata.Dataset):

@@ -8,7 +8,7 @@ from emberdata import DataLoader, IterableDataset, RandomSampler, default_conver
 from emberdata.datapipes.iter import IterableWrapper
 
 import emberdata_test_helpers as helpers
-from emberdata_test_helpers import no_leaked_workers  # noqa: F401  (fixture)
+from emberdata_test_fixtures import no_leaked_workers  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 

@@ -14,7 +14,7 @@ from emberdata.datapipes.iter import IterableWrapper
 from emberdata.datapipes.map import SequenceWrapper
 
 import emberdata_test_helpers as helpers
-from emberdata_test_helpers import no_leaked_workers  # noqa: F401  (fixture)
+from emberdata_test_fixtures import no_leaked_workers  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("no_leaked_workers")
 EVENS = [2 * i for i in range(40)]
