@@ -30,3 +30,27 @@ elapsed = time.perf_counter() - start
 print(f"\n{n}x{n} float32 matmul: {2 * n**3 / elapsed / 1e9:.1f} GFLOP/s")
 np.testing.assert_allclose(p.numpy(), m.numpy() @ m.numpy(), rtol=1e-3, atol=1e-3)
 print("matches NumPy: yes")
+
+# emberdata: a shuffled DataPipe graph batched into ember tensors, and a mid-epoch resume.
+from emberdata import DataLoader  # noqa: E402
+from emberdata.dataloader2 import DataLoader2  # noqa: E402
+from emberdata.datapipes.iter import IterableWrapper  # noqa: E402
+
+
+def _sample(i):
+    return {"features": np.full(4, i, dtype=np.float32), "label": i % 3}
+
+
+ember.manual_seed(0)
+pipe = IterableWrapper(range(12)).shuffle().sharding_filter().map(_sample)
+batch = next(iter(DataLoader(pipe, batch_size=4)))
+print("\nemberdata shuffled batch: samples", batch["features"][:, 0].tolist(), "labels", batch["label"].tolist(),
+      "features", tuple(batch["features"].shape), batch["features"].dtype)
+loader = DataLoader2(pipe.batch(4).collate())
+epoch = iter(loader)
+next(epoch)
+state = loader.state_dict()
+rest = [b["label"].tolist() for b in epoch]
+resumed = DataLoader2(pipe.batch(4).collate())
+resumed.load_state_dict(state)
+print("DataLoader2 resumed mid-epoch from", state, "->", [b["label"].tolist() for b in resumed] == rest)

@@ -1,0 +1,152 @@
+"""Reading services: how DataLoader2 runs a DataPipe graph (worker processes, ranks)."""
+import itertools
+import os
+
+from emberdata.datapipes._base import IterDataPipe
+from emberdata.datapipes.graph_settings import apply_sharding, apply_shuffle_seed
+from emberdata.dataloader2.store import DEFAULT_TIMEOUT_S, FileStore
+
+
+class ReadingServiceInterface:
+    """`initialize` adapts the graph once; `initialize_iteration(seed)` starts an epoch and returns
+    the shuffle seed it used (Ember passes the seed so that every epoch is reproducible)."""
+
+    def initialize(self, datapipe):
+        raise NotImplementedError(f"{type(self).__name__} must implement initialize")
+
+    def finalize(self):
+        pass
+
+    def initialize_iteration(self, seed):
+        return seed
+
+    def finalize_iteration(self):
+        pass
+
+
+def _identity(x):
+    return x
+
+
+class _LoaderDataPipe(IterDataPipe):
+    """Iterates the reading service's DataLoader (what `initialize` hands back to DataLoader2)."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __iter__(self):
+        yield from self.loader
+
+
+class MultiProcessingReadingService(ReadingServiceInterface):
+    """Runs the graph in `num_workers` processes, each shuffling with the epoch's shared seed and
+    keeping its shard; samples are delivered round-robin across workers, in a fixed order.
+    Each worker prefetches up to `prefetch_factor` samples (the bound on buffered samples)."""
+
+    def __init__(self, num_workers=0, pin_memory=False, timeout=0, worker_init_fn=None, prefetch_factor=2,
+                 persistent_workers=False, multiprocessing_context=None):
+        from emberdata.dataloader import DataLoader
+
+        self.num_workers = num_workers
+        self._loader_args = dict(
+            batch_size=None, num_workers=num_workers, collate_fn=_identity, pin_memory=pin_memory, timeout=timeout,
+            worker_init_fn=worker_init_fn, multiprocessing_context=multiprocessing_context,
+            prefetch_factor=prefetch_factor, persistent_workers=persistent_workers,
+        )
+        DataLoader(_EmptyDataPipe(), **self._loader_args)  # validates the arguments now, not at the first epoch
+        self._loader = None
+
+    def initialize(self, datapipe):
+        from emberdata.dataloader import DataLoader
+
+        self._loader = DataLoader(datapipe, **self._loader_args)
+        self._loader._sharding = (1, 0)
+        return _LoaderDataPipe(self._loader)
+
+    def initialize_iteration(self, seed):
+        self._loader._shared_seed = seed
+        return seed
+
+    def finalize(self):
+        iterator = self._loader._iterator if self._loader is not None else None
+        if iterator is not None:
+            iterator._shutdown_workers()
+
+
+class _EmptyDataPipe(IterDataPipe):
+    def __iter__(self):
+        return iter(())
+
+
+def _env_rank():
+    try:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    except KeyError as e:
+        raise RuntimeError(f"DistributedReadingService: {e.args[0]} is not set; set RANK and WORLD_SIZE for every rank") from None
+    if not 0 <= rank < world:
+        raise ValueError(f"DistributedReadingService: RANK must be in [0, WORLD_SIZE={world}), got {rank}")
+    return rank, world
+
+
+class DistributedReadingService(ReadingServiceInterface):
+    """Shards the graph across ranks (RANK, WORLD_SIZE from the environment) in this process.
+
+    Every epoch rank 0's shuffle seed is shared through the store (EMBERDATA_STORE), so all ranks
+    shuffle alike before sharding, and a fullsync step makes all ranks stop together when the first
+    one runs out (so no rank waits forever in a collective). `timeout` bounds every wait in seconds.
+    """
+
+    _instances = itertools.count()
+
+    def __init__(self, timeout=DEFAULT_TIMEOUT_S):
+        self.timeout = timeout
+        self.rank, self.world_size = _env_rank()
+        self._store = FileStore.from_env()
+        # Ranks build their services in the same order, so the nth one of each rank shares keys.
+        self._prefix = f"drs{next(self._instances)}"
+        self._epoch = 0
+        self._datapipe = None
+
+    def initialize(self, datapipe):
+        self._datapipe = datapipe
+        return _FullSync(datapipe, self)
+
+    def initialize_iteration(self, seed):
+        self._epoch += 1
+        key = f"{self._prefix}/seed/{self._epoch}"
+        if self.rank == 0:
+            self._store.set(key, str(seed))
+        else:
+            seed = int(self._store.get(key, self.timeout))
+        apply_shuffle_seed(self._datapipe, seed)
+        apply_sharding(self._datapipe, self.world_size, self.rank)
+        return seed
+
+    def vote(self, step, has_data):
+        """Publishes this rank's vote for `step`; True when every rank has a sample for it."""
+        base = f"{self._prefix}/sync/{self._epoch}/{step}"
+        self._store.set(f"{base}/{self.rank}", b"1" if has_data else b"0")
+        votes = [self._store.get(f"{base}/{r}", self.timeout) for r in range(self.world_size)]
+        if step >= 2:
+            # Every rank has read step-2's votes before voting on step-1, so they can go.
+            self._store.delete_key(f"{self._prefix}/sync/{self._epoch}/{step - 2}/{self.rank}")
+        return all(v == b"1" for v in votes)
+
+
+class _FullSync(IterDataPipe):
+    """Yields a sample only when every rank has one for the same step (TorchData's `fullsync`)."""
+
+    def __init__(self, datapipe, service):
+        self.datapipe = datapipe
+        self.service = service
+
+    def __iter__(self):
+        it = iter(self.datapipe)
+        for step in itertools.count():
+            try:
+                sample, has_data = next(it), True
+            except StopIteration:
+                sample, has_data = None, False
+            if not self.service.vote(step, has_data):
+                return
+            yield sample

@@ -1,0 +1,48 @@
+"""IterDataPipes (`emberdata.datapipes.iter`), under PyTorch 1.12 / TorchData 0.4 names."""
+from emberdata.datapipes._base import IterDataPipe
+from emberdata.datapipes.iter._basic import (
+    BucketBatcher,
+    Batcher,
+    Collator,
+    Concater,
+    Cycler,
+    Enumerator,
+    Filter,
+    Grouper,
+    Header,
+    InBatchShuffler,
+    IterableWrapper,
+    Mapper,
+    MapToIterConverter,
+    Multiplexer,
+    Sampler,
+    ShardingFilter,
+    Shuffler,
+    UnBatcher,
+    Zipper,
+)
+from emberdata.datapipes.iter._fileio import (
+    CompressionType,
+    CSVDictParser,
+    CSVParser,
+    Decompressor,
+    FileLister,
+    FileOpener,
+    FSSpecFileLister,
+    FSSpecFileOpener,
+    FSSpecSaver,
+    HttpReader,
+    JsonParser,
+    LineReader,
+    ParquetDataFrameLoader,
+    Saver,
+    TarArchiveLoader,
+    ZipArchiveLoader,
+    register_parquet_loader,
+)
+from emberdata.datapipes.iter._s3 import S3FileLister, S3FileLoader
+from emberdata.datapipes.iter._split import Demultiplexer, Forker
+
+# PyTorch's other spellings of the same classes.
+Unbatcher = UnBatcher
+FileLoader = FileOpener

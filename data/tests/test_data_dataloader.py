@@ -1,0 +1,267 @@
+import gc
+
+import numpy as np
+import pytest
+
+import ember
+from emberdata import DataLoader, IterableDataset, RandomSampler, default_convert
+from emberdata.datapipes.iter import IterableWrapper
+
+import emberdata_test_helpers as helpers
+from emberdata_test_fixtures import no_leaked_workers  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("no_leaked_workers")
+
+
+def flatten(batches):
+    return [v for b in batches for v in b.tolist()]
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 3])
+def test_map_dataset_batches_in_order(num_workers):
+    dl = DataLoader(helpers.SquaresDataset(10), batch_size=4, num_workers=num_workers)
+    batches = list(dl)
+    assert len(dl) == 3 and len(batches) == 3
+    assert tuple(batches[0]["x"].shape) == (4, 3) and batches[0]["x"].dtype == ember.float32
+    assert flatten(b["y"] for b in batches) == [i * i for i in range(10)]
+
+
+@pytest.mark.parametrize("num_workers", [0, 3])
+def test_shuffle_reproducible_and_different_each_epoch(num_workers):
+    def run():
+        ember.manual_seed(7)
+        dl = DataLoader(helpers.SquaresDataset(20), batch_size=5, shuffle=True, num_workers=num_workers)
+        return [flatten(b["y"] for b in dl) for _ in range(2)]
+
+    first, second = run(), run()
+    assert first == second
+    assert first[0] != first[1] and sorted(first[0]) == sorted(i * i for i in range(20))
+
+
+def test_no_batching_and_drop_last():
+    assert [x for x in DataLoader([1, 2, 3], batch_size=None)] == [1, 2, 3]
+    dl = DataLoader(list(range(10)), batch_size=4, drop_last=True)
+    assert len(dl) == 2 and [b.tolist() for b in dl] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    arrays = list(DataLoader([np.arange(2)], batch_size=None))
+    assert isinstance(arrays[0], ember.Tensor)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="mutually exclusive with shuffle"):
+        DataLoader(list(range(3)), sampler=RandomSampler(range(3)), shuffle=True)
+    with pytest.raises(ValueError, match="batch_sampler option is mutually exclusive"):
+        DataLoader(list(range(3)), batch_sampler=[[0]], batch_size=2)
+    with pytest.raises(ValueError, match="num_workers option should be a non-negative integer"):
+        DataLoader(list(range(3)), num_workers=-1)
+    with pytest.raises(ValueError, match="prefetch_factor option could only be specified in multiprocessing"):
+        DataLoader(list(range(3)), prefetch_factor=4)
+    with pytest.raises(ValueError, match="persistent_workers"):
+        DataLoader(list(range(3)), persistent_workers=True)
+    with pytest.raises(ValueError, match="timeout option should be non-negative"):
+        DataLoader(list(range(3)), timeout=-1)
+    with pytest.raises(TypeError, match="timeout option should be a number of seconds, got str"):
+        DataLoader(list(range(3)), timeout="5")
+    with pytest.raises(ValueError, match="expected unspecified shuffle option"):
+        DataLoader(helpers.CountingIterable(3), shuffle=True)
+    with pytest.raises(ValueError, match="mutually exclusive with drop_last"):
+        DataLoader(list(range(3)), batch_size=None, drop_last=True)
+    with pytest.warns(UserWarning, match="pin_memory"):
+        DataLoader(list(range(3)), pin_memory=True)
+
+
+def test_batch_sampler_and_custom_collate():
+    dl = DataLoader(list(range(6)), batch_sampler=[[0, 5], [1]], collate_fn=list)
+    assert list(dl) == [[0, 5], [1]]
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 3])
+def test_iterable_dataset_sharded_with_worker_info(num_workers):
+    dl = DataLoader(helpers.CountingIterable(11), batch_size=2, num_workers=num_workers)
+    assert sorted(flatten(dl)) == list(range(11))
+
+
+def test_iterable_dataset_without_sharding_is_duplicated_per_worker():
+    class Plain(IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    assert sorted(DataLoader(Plain(), batch_size=None, num_workers=0)) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 3])
+def test_datapipe_each_sample_once_and_same_order_per_seed(num_workers):
+    def run(seed):
+        ember.manual_seed(seed)
+        dl = DataLoader(helpers.shuffled_pipeline(40), batch_size=None, num_workers=num_workers)
+        return [list(dl) for _ in range(2)]
+
+    a = run(1)
+    assert all(sorted(epoch) == [2 * i for i in range(40)] for epoch in a)
+    assert a[0] != a[1]  # a new order each epoch
+    assert run(1) == a  # reproducible under ember.manual_seed
+    assert run(2) != a
+
+
+def test_datapipe_shuffle_flag_turns_shuffling_off():
+    dl = DataLoader(helpers.shuffled_pipeline(10), batch_size=None, shuffle=False)
+    assert list(dl) == [2 * i for i in range(10)]
+
+
+@pytest.mark.parametrize("num_workers", [0, 3])
+def test_two_simulated_ranks_partition_the_epoch(monkeypatch, num_workers):
+    epochs = {}
+    for rank in (0, 1):
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        monkeypatch.setenv("RANK", str(rank))
+        ember.manual_seed(11)  # every rank seeds alike, so the shuffle before sharding matches
+        dl = DataLoader(helpers.shuffled_pipeline(30), batch_size=None, num_workers=num_workers)
+        epochs[rank] = [list(dl) for _ in range(2)]
+    for epoch in range(2):
+        r0, r1 = epochs[0][epoch], epochs[1][epoch]
+        assert not set(r0) & set(r1) and sorted(r0 + r1) == [2 * i for i in range(30)]
+    assert set(epochs[0][0]) != set(epochs[0][1])
+
+
+@pytest.mark.parametrize("num_workers", [0, 3])
+def test_worker_seeds_and_info(num_workers):
+    ember.manual_seed(0)
+    rows = list(DataLoader(helpers.WorkerInfoDataset(), batch_size=None, num_workers=max(num_workers, 1), collate_fn=tuple))
+    ids = {r[0] for r in rows}
+    assert ids == set(range(max(num_workers, 1)))
+    base = {r[1] - r[0] for r in rows}
+    assert len(base) == 1  # every worker's seed is base_seed + worker_id
+    assert len({r[2] for r in rows}) == max(num_workers, 1)
+    ember.manual_seed(0)
+    again = list(DataLoader(helpers.WorkerInfoDataset(), batch_size=None, num_workers=max(num_workers, 1), collate_fn=tuple))
+    assert [r[1] for r in again] == [r[1] for r in rows]
+    assert [r[3:] for r in again] == [r[3:] for r in rows]  # numpy and ember draws seeded too
+
+
+def test_get_worker_info_is_none_in_main_process():
+    from emberdata import get_worker_info
+
+    assert get_worker_info() is None
+
+
+def test_worker_init_fn_runs_in_each_worker():
+    dl = DataLoader(list(range(6)), batch_size=None, num_workers=3, worker_init_fn=helpers.set_env_marker,
+                    collate_fn=helpers.read_env_marker)
+    assert list(dl) == [0, 1, 2, 0, 1, 2]
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 3])
+def test_errors_carry_the_worker_traceback(num_workers):
+    dl = DataLoader(helpers.FailingDataset(), batch_size=2, num_workers=num_workers)
+    with pytest.raises(ValueError, match="bad sample 5") as info:
+        list(dl)
+    if num_workers:
+        assert "Caught ValueError in DataLoader worker process" in str(info.value)
+        assert "emberdata_test_helpers.py" in str(info.value)  # the worker's own traceback
+
+
+def test_key_error_message_stays_readable():
+    dl = DataLoader(IterableWrapper(range(10)).map(helpers.raise_on_seven), batch_size=None, num_workers=1)
+    with pytest.raises(KeyError, match="Caught KeyError"):
+        list(dl)
+
+
+def test_unpicklable_dataset_fails_clearly():
+    dl = DataLoader(IterableWrapper(range(3)).map(lambda x: x), batch_size=None, num_workers=1)
+    from emberdata.datapipes import _base
+
+    if _base.DILL_AVAILABLE:
+        assert list(dl) == [0, 1, 2]
+    else:
+        with pytest.raises(Exception, match="lambda"):
+            list(dl)
+
+
+def test_timeout_raises():
+    dl = DataLoader(helpers.SlowDataset(), batch_size=None, num_workers=1, timeout=0.3)
+    with pytest.raises(RuntimeError, match="DataLoader timed out after 0.3 seconds"):
+        next(iter(dl))
+
+
+def test_early_break_stops_workers():
+    dl = DataLoader(helpers.PidDataset(), batch_size=2, num_workers=3)
+    it = iter(dl)
+    next(it)
+    workers = list(it._workers)
+    assert all(w.is_alive() for w in workers)
+    del it
+    gc.collect()
+    assert not any(w.is_alive() for w in workers)
+
+
+def test_exception_in_loop_body_leaves_no_workers():
+    dl = DataLoader(helpers.PidDataset(), batch_size=2, num_workers=2)
+    with pytest.raises(ZeroDivisionError):
+        for _ in dl:
+            1 / 0
+    gc.collect()
+
+
+def test_persistent_workers_reuse_processes():
+    dl = DataLoader(helpers.PidDataset(), batch_size=10, num_workers=2, persistent_workers=True)
+    first = set(flatten(dl))
+    it = iter(dl)
+    next(it)  # a partial epoch, then a fresh one on the same processes
+    second = set(flatten(dl))
+    assert first == second and len(first) == 2
+    dl._iterator._shutdown_workers()
+
+
+def test_persistent_workers_datapipe_new_order_each_epoch():
+    ember.manual_seed(3)
+    dl = DataLoader(helpers.shuffled_pipeline(30), batch_size=None, num_workers=2, persistent_workers=True)
+    e0, e1 = list(dl), list(dl)
+    assert sorted(e0) == sorted(e1) == [2 * i for i in range(30)] and e0 != e1
+    dl._iterator._shutdown_workers()
+
+
+def test_default_convert_without_batching():
+    out = default_convert([np.zeros(2)])
+    assert isinstance(out[0], ember.Tensor)
+
+
+@pytest.mark.parametrize("num_workers", [0, 1])
+def test_map_datapipe_with_random_sampler(num_workers):
+    from emberdata.datapipes.map import SequenceWrapper
+
+    ember.manual_seed(4)
+    dl = DataLoader(SequenceWrapper(list(range(9))).map(helpers.double), batch_size=4, shuffle=True, num_workers=num_workers)
+    values = flatten(dl)
+    assert sorted(values) == [2 * i for i in range(9)] and values != sorted(values)
+
+
+class BigArrays(helpers.SquaresDataset):
+    def __getitem__(self, i):
+        return {"big": np.full((64, 1024), i, dtype=np.float32), "bf": ember.full((2,), float(i)).to(ember.bfloat16)}
+
+
+@pytest.mark.parametrize("stop_early", [False, True])
+def test_big_batches_cross_shared_memory_and_leave_no_files(stop_early):
+    import glob
+
+    dl = DataLoader(BigArrays(8), batch_size=2, num_workers=2)
+    it = iter(dl)
+    prefix = it._shm_prefix
+    first = next(it)
+    assert first["big"][1, 0, 0].item() == 1.0 and tuple(first["big"].shape) == (2, 64, 1024)
+    assert first["bf"].dtype == ember.bfloat16
+    rest = [] if stop_early else list(it)
+    assert [b["big"][0, 0, 0].item() for b in rest] == ([] if stop_early else [2.0, 4.0, 6.0])
+    del it
+    gc.collect()
+    assert not glob.glob(f"/dev/shm/{prefix}-*")
+
+
+def test_spawn_start_method_works():
+    dl = DataLoader(helpers.SquaresDataset(4), batch_size=2, num_workers=1, multiprocessing_context="spawn")
+    assert flatten(b["y"] for b in dl) == [0, 1, 4, 9]
+
+
+def test_a_worker_that_dies_is_reported():
+    dl = DataLoader(helpers.DyingDataset(), batch_size=None, num_workers=1)
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
+        list(dl)

@@ -1,0 +1,195 @@
+import multiprocessing
+
+import pytest
+
+import ember
+from emberdata.dataloader2 import (
+    DataLoader2,
+    DistributedReadingService,
+    FileStore,
+    MultiProcessingReadingService,
+    graph,
+)
+from emberdata.datapipes.iter import IterableWrapper
+from emberdata.datapipes.map import SequenceWrapper
+
+import emberdata_test_helpers as helpers
+from emberdata_test_fixtures import no_leaked_workers  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("no_leaked_workers")
+EVENS = [2 * i for i in range(40)]
+
+
+def mp_service(n):
+    return MultiProcessingReadingService(num_workers=n) if n else None
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 3])
+def test_each_sample_once_new_order_each_epoch_reproducible(num_workers):
+    def run():
+        ember.manual_seed(5)
+        with DataLoader2(helpers.shuffled_pipeline(40), reading_service=mp_service(num_workers)) as dl:
+            return [list(dl) for _ in range(3)]
+
+    a = run()
+    assert all(sorted(e) == EVENS for e in a)
+    assert a[0] != a[1] != a[2]
+    assert run() == a
+
+
+def test_round_robin_in_order_delivery():
+    # Without shuffling, 3 workers hold shards 0, 1, 2 and deliver one sample each in turn.
+    pipe = IterableWrapper(range(9)).sharding_filter()
+    with DataLoader2(pipe, reading_service=MultiProcessingReadingService(num_workers=3)) as dl:
+        assert list(dl) == list(range(9))
+
+
+@pytest.mark.parametrize("num_workers", [0, 3])
+def test_resume_mid_epoch_exactly(num_workers):
+    ember.manual_seed(9)
+    dl = DataLoader2(helpers.shuffled_pipeline(40), reading_service=mp_service(num_workers))
+    list(dl)  # epoch 1
+    it = iter(dl)
+    head = [next(it) for _ in range(13)]
+    state = dl.state_dict()
+    rest = list(it)
+    following = list(dl)
+    dl.shutdown()
+    assert state["num_yielded"] == 13 and state["epoch"] == 2
+
+    ember.manual_seed(12345)  # the resumed run must not depend on the generator's state
+    resumed = DataLoader2(helpers.shuffled_pipeline(40), reading_service=mp_service(num_workers))
+    resumed.load_state_dict(state)
+    assert list(resumed) == rest
+    assert list(resumed) == following  # and later epochs line up too
+    resumed.shutdown()
+    assert sorted(head + rest) == EVENS
+
+
+def test_load_state_dict_rejects_bad_state():
+    dl = DataLoader2(IterableWrapper(range(3)))
+    with pytest.raises(ValueError, match="expected a dict with keys"):
+        dl.load_state_dict({"epoch": 1})
+    with pytest.raises(ValueError, match="epoch >= 1"):
+        dl.load_state_dict({"base_seed": 1, "epoch": 0, "num_yielded": 2})
+
+
+def test_adapters_map_datapipes_and_shutdown():
+    dl = DataLoader2(SequenceWrapper([1, 2, 3]), datapipe_adapter_fn=[lambda dp: dp.map(helpers.double)])
+    assert list(dl) == [2, 4, 6]
+    dl.shutdown()
+    with pytest.raises(RuntimeError, match="shut down"):
+        iter(dl)
+    with pytest.raises(TypeError, match="IterDataPipe or MapDataPipe"):
+        DataLoader2([1, 2])
+    with pytest.raises(TypeError, match="ReadingServiceInterface"):
+        DataLoader2(IterableWrapper([1]), reading_service=object())
+    with pytest.raises(ValueError, match="num_workers"):
+        MultiProcessingReadingService(num_workers=-1)
+
+
+def test_worker_error_propagates_and_workers_stop():
+    pipe = IterableWrapper(range(10)).sharding_filter().map(helpers.raise_on_seven)
+    dl = DataLoader2(pipe, reading_service=MultiProcessingReadingService(num_workers=2))
+    with pytest.raises(KeyError, match="seven"):
+        list(dl)
+    dl.shutdown()
+
+
+def test_early_break_stops_the_service_workers():
+    import gc
+
+    dl = DataLoader2(helpers.shuffled_pipeline(40), reading_service=MultiProcessingReadingService(num_workers=2))
+    it = iter(dl)
+    next(it)
+    assert len(multiprocessing.active_children()) >= 2
+    del it
+    gc.collect()
+    assert not multiprocessing.active_children()
+    dl.shutdown()
+
+
+def test_datachunk_helpers():
+    from emberdata.datapipes import DataChunk
+
+    chunk = DataChunk([1, 2])
+    assert chunk.as_str("  ") == "  [1, 2]" and list(chunk.raw_iterator()) == [1, 2]
+
+
+def test_persistent_workers_service():
+    service = MultiProcessingReadingService(num_workers=2, persistent_workers=True)
+    with DataLoader2(helpers.shuffled_pipeline(20), reading_service=service) as dl:
+        e0, e1 = list(dl), list(dl)
+    assert sorted(e0) == sorted(e1) == [2 * i for i in range(20)] and e0 != e1
+
+
+def test_graph_traverse_and_edit():
+    src = IterableWrapper(range(4))
+    mapped = src.map(helpers.double)
+    g = graph.traverse(mapped)
+    assert list(g) == [mapped] and list(g[mapped]) == [src]
+    assert graph.find_dps(g, IterableWrapper) == [src]
+    a, b = src.fork(2)
+    zipped = a.zip(b)
+    assert src in graph.list_dps(graph.traverse(zipped))
+    replaced = IterableWrapper([7])
+    graph.replace_dp(g, src, replaced)
+    assert list(mapped) == [14]
+    filtered = IterableWrapper(range(3)).filter(helpers.is_even)
+    top = filtered.map(helpers.double)
+    graph.remove_dp(graph.traverse(top), filtered)
+    assert list(top) == [0, 2, 4]
+    with pytest.raises(TypeError, match="traverse"):
+        graph.traverse([1])
+
+
+def test_file_store(tmp_path):
+    store = FileStore(str(tmp_path))
+    store.set("a/b", b"1")
+    assert store.get("a/b") == b"1"
+    store.delete_key("a/b")
+    with pytest.raises(TimeoutError, match="not set within"):
+        store.get("a/b", timeout=0.05)
+
+
+def test_distributed_reading_service_needs_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(RuntimeError, match="RANK is not set"):
+        DistributedReadingService()
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.delenv("EMBERDATA_STORE", raising=False)
+    with pytest.raises(RuntimeError, match="EMBERDATA_STORE"):
+        DistributedReadingService()
+    monkeypatch.setenv("EMBERDATA_STORE", f"file://{tmp_path}")
+    with DataLoader2(IterableWrapper(range(5)).sharding_filter(), reading_service=DistributedReadingService()) as dl:
+        assert list(dl) == list(range(5))
+
+
+def test_two_ranks_share_rank0_seed_and_stop_together(tmp_path):
+    ctx = multiprocessing.get_context("forkserver")
+    out = ctx.Queue()
+    n = 41  # rank 0 holds 21 samples, rank 1 holds 20: fullsync stops both after 20
+    procs = [ctx.Process(target=helpers.run_rank, args=(r, 2, str(tmp_path), n, 2, out)) for r in range(2)]
+    for p in procs:
+        p.start()
+    results = dict(out.get(timeout=120) for _ in range(3))
+    for p in procs:
+        p.join(timeout=30)
+    assert all(p.exitcode == 0 for p in procs)
+    for epoch in range(2):
+        r0, r1 = results[0][epoch], results[1][epoch]
+        assert len(r0) == len(r1) == 20 and not set(r0) & set(r1)
+        assert set(r0) | set(r1) <= {2 * i for i in range(n)}
+    assert results[0][0] != results[0][1]
+    # Rank 1 used rank 0's seeds: replaying rank 0's base seed locally as rank 1 gives the same epochs.
+    single = []
+    for rank in range(2):
+        pipe = helpers.shuffled_pipeline(n)
+        dl = DataLoader2(pipe)
+        dl.load_state_dict({"base_seed": results["seed"], "epoch": 0, "num_yielded": 0})
+        from emberdata.datapipes.graph_settings import apply_sharding
+
+        apply_sharding(pipe, 2, rank)
+        single.append(list(dl)[:20])
+    assert single == [results[0][0], results[1][0]]
