@@ -30,3 +30,22 @@ elapsed = time.perf_counter() - start
 print(f"\n{n}x{n} float32 matmul: {2 * n**3 / elapsed / 1e9:.1f} GFLOP/s")
 np.testing.assert_allclose(p.numpy(), m.numpy() @ m.numpy(), rtol=1e-3, atol=1e-3)
 print("matches NumPy: yes")
+
+# embertext: BERT WordPiece tokenizer (Rust) and TorchText transforms, on a generated vocab.
+import os
+import tempfile
+
+import embertext
+from embertext import transforms as T
+
+vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+with open(vocab_file, "w") as f:
+    f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", ",", "how", "are",
+                       "you", "?", "un", "##aff", "##able", "caf", "##e"]))
+bert = T.BERTTokenizer(vocab_file)
+print("\nBERTTokenizer('Hello World!, how are you?') ->", bert("Hello World!, how are you?"))
+print("tokens of 'Unaffable café' ->", T.BERTTokenizer(vocab_file, return_tokens=True)("Unaffable café"))
+tok = embertext.BertWordPieceTokenizer(vocab_file)
+batch = tok.encode_batch_tensors(["Hello world!", ("how are you?", "unaffable")])
+print("padded batch for a model:\n", batch["input_ids"], "\n", batch["attention_mask"])
+print("decode ->", repr(tok.decode(tok.encode("Hello, unaffable world!").ids)))

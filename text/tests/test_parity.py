@@ -102,7 +102,7 @@ PAIRS = [("hello world how are you", "the quick brown fox"), ("a b c d e f g h",
 @pytest.mark.parametrize("direction", ["right", "left"])
 def test_truncation_matches_tokenizers(vocab_path, strategy, max_length, direction):
     hf, em = _hf(vocab_path), _ember(vocab_path)
-    hf.enable_truncation(max_length, strategy=strategy, direction=direction)
+    hf._tokenizer.enable_truncation(max_length, strategy=strategy, direction=direction)
     em.enable_truncation(max_length, strategy=strategy, direction=direction)
     for a, b in PAIRS + [(PAIRS[0][0], None), ("a b c d e f g h i j", None)]:
         try:

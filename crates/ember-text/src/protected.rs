@@ -35,10 +35,6 @@ impl Protected {
         self.starts[text.as_bytes()[0] as usize] = true;
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Calls `f` on the pieces of `text` in order; leftmost-longest matching.
     pub fn split<'a>(&self, text: &'a str, mut f: impl FnMut(Piece<'a>)) {
         if self.entries.is_empty() {
@@ -81,9 +77,9 @@ impl Protected {
 }
 
 fn ends_word_before(text: &str, i: usize) -> bool {
-    text[..i].chars().next_back().is_none_or(char::is_whitespace)
+    text[..i].chars().next_back().map_or(true, char::is_whitespace)
 }
 
 fn starts_word_after(text: &str, i: usize) -> bool {
-    text[i..].chars().next().is_none_or(char::is_whitespace)
+    text[i..].chars().next().map_or(true, char::is_whitespace)
 }

@@ -7,8 +7,9 @@ pub fn is_clean_whitespace(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r') || c.is_whitespace()
 }
 
-/// Characters the cleaning step removes: NUL, U+FFFD and every "other" category (Cc, Cf, Co,
-/// Cn and surrogates), except the three control characters treated as whitespace.
+/// Characters the cleaning step removes: NUL, U+FFFD and the "other" categories of
+/// `unicode_categories` (Cc, Cf, Co; unassigned code points are kept), except the three control
+/// characters treated as whitespace.
 pub fn is_removed_by_cleaning(c: char) -> bool {
     match c {
         '\t' | '\n' | '\r' => false,

@@ -71,7 +71,8 @@ impl Vocab {
 
     /// Looks up a piece of a word: the word's start, or a continuation (prefix implied).
     pub(crate) fn piece(&self, piece: &str, continuation: bool) -> Option<u32> {
-        if continuation { self.continuations.get(piece) } else { self.ids.get(piece) }.copied()
+        let map = if continuation { &self.continuations } else { &self.ids };
+        map.get(piece).copied()
     }
 
     pub(crate) fn longest_piece(&self, continuation: bool) -> usize {

@@ -26,8 +26,8 @@ fn cleaning_removes_controls_and_maps_whitespace() {
     let n = BertNormalizer::new(false, Some(false));
     assert_eq!(normalize(n, "a\u{0}b\u{fffd}c\u{200b}d\u{7}e").0, "abcde");
     assert_eq!(normalize(n, "a\tb\nc\rd\u{3000}e\u{a0}f").0, "a b c d e f");
-    // Unassigned code points are "other" and removed, as are private-use ones.
-    assert_eq!(normalize(n, "x\u{e000}y\u{10ffff}z").0, "xyz");
+    // Private-use characters are removed; unassigned ones are kept, as in `tokenizers`.
+    assert_eq!(normalize(n, "x\u{e000}y\u{10ffff}z").0, "xy\u{10ffff}z");
 }
 
 #[test]
@@ -182,13 +182,13 @@ fn missing_unk_and_missing_file() {
 
 #[test]
 fn tokenizer_json_round_trip() {
-    let json = r#"{"added_tokens":[{"id":0,"content":"[PAD]","special":true},{"id":1,"content":"[UNK]","special":true},
+    let json = r###"{"added_tokens":[{"id":0,"content":"[PAD]","special":true},{"id":1,"content":"[UNK]","special":true},
         {"id":2,"content":"[CLS]","special":true},{"id":3,"content":"[SEP]","special":true}],
         "normalizer":{"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":null,"lowercase":true},
         "pre_tokenizer":{"type":"BertPreTokenizer"},
         "post_processor":{"type":"BertProcessing","sep":["[SEP]",3],"cls":["[CLS]",2]},
         "model":{"type":"WordPiece","unk_token":"[UNK]","continuing_subword_prefix":"##","max_input_chars_per_word":100,
-        "vocab":{"[PAD]":0,"[UNK]":1,"[CLS]":2,"[SEP]":3,"hello":4,"##s":5}}}"#;
+        "vocab":{"[PAD]":0,"[UNK]":1,"[CLS]":2,"[SEP]":3,"hello":4,"##s":5}}}"###;
     let t = BertTokenizer::from_json_str(json).unwrap();
     assert_eq!(t.encode("HELLOS", None, true).unwrap().ids, [2, 4, 5, 3]);
     let bpe = json.replace("\"type\":\"WordPiece\"", "\"type\":\"BPE\"");
