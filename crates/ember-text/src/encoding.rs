@@ -142,6 +142,14 @@ pub fn truncate(first: &mut Encoding, second: Option<&mut Encoding>, t: &Truncat
         Error::Value(format!("truncation max_length ({}) is shorter than the {reserved} special tokens added", t.max_length))
     })?;
     let total = first.len() + second.as_ref().map_or(0, |s| s.len());
+    if max == 0 {
+        // Nothing fits: every strategy empties both sequences (HF does not raise here).
+        first.truncate(0, t.side);
+        if let Some(second) = second {
+            second.truncate(0, t.side);
+        }
+        return Ok(());
+    }
     if total <= max {
         return Ok(());
     }

@@ -28,7 +28,21 @@ pub struct Normalized {
     pub text: String,
     pub origin: Vec<u32>,
     /// Combining marks (non-zero combining class) waiting for canonical ordering.
-    marks: Vec<(u8, char, u32)>,
+    marks: Vec<Mark>,
+    /// Scratch for `flush_marks`: the origins the run consumes, in input order.
+    consumed: Vec<u32>,
+    /// Origin of the last input character consumed by decomposition; characters a
+    /// decomposition adds after its first take it.
+    last_origin: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Mark {
+    class: u8,
+    c: char,
+    /// First character of its character's decomposition: the one that stands for it.
+    first: bool,
+    at: u32,
 }
 
 impl Normalized {
@@ -44,23 +58,44 @@ impl Normalized {
 
     fn push_ascii(&mut self, b: u8, at: u32) {
         self.flush_marks();
+        self.last_origin = at;
         // SAFETY: `b` is ASCII, so the string stays valid UTF-8.
         unsafe { self.text.as_mut_vec().push(b) };
         self.origin.push(at);
     }
 
+    /// A character of its own in the input to decomposition (a space the cleaning or CJK steps
+    /// wrote): it consumes an origin like any input character.
+    fn push_starter(&mut self, c: char, at: u32) {
+        self.flush_marks();
+        self.last_origin = at;
+        self.push_raw(c, at);
+    }
+
     /// Canonical ordering (part of NFD): a run of combining marks is sorted, stably, by class.
+    /// Origins follow `tokenizers`' alignment rules: walking the sorted run, each mark that is
+    /// the first of its character's decomposition takes the next origin in input order, and
+    /// any other mark the origin taken last. Nonspacing marks are dropped after that.
     fn flush_marks(&mut self) {
         if self.marks.is_empty() {
             return;
         }
         let mut marks = std::mem::take(&mut self.marks);
-        marks.sort_by_key(|m| m.0);
-        for &(_, c, at) in &marks {
-            self.push_raw(c, at);
+        let mut consumed = std::mem::take(&mut self.consumed);
+        consumed.extend(marks.iter().filter(|m| m.first).map(|m| m.at));
+        marks.sort_by_key(|m| m.class);
+        let mut next = consumed.iter();
+        for m in &marks {
+            if m.first {
+                self.last_origin = next.next().copied().unwrap_or(self.last_origin);
+            }
+            if !is_nonspacing_mark(m.c) {
+                self.push_raw(m.c, self.last_origin);
+            }
         }
         marks.clear();
-        self.marks = marks;
+        consumed.clear();
+        (self.marks, self.consumed) = (marks, consumed);
     }
 }
 
@@ -103,13 +138,13 @@ impl BertNormalizer {
                 return;
             }
             if is_clean_whitespace(c) {
-                return out.push(' ', at);
+                return out.push_starter(' ', at);
             }
         }
         if self.handle_chinese_chars && is_chinese_char(c) {
-            out.push(' ', at);
+            out.push_starter(' ', at);
             self.push_accents_and_case(c, at, out);
-            out.push(' ', at);
+            out.push_starter(' ', at);
         } else {
             self.push_accents_and_case(c, at, out);
         }
@@ -119,20 +154,22 @@ impl BertNormalizer {
         if !self.strip_accents {
             return self.push_cased(c, at, out);
         }
+        let mut first = true;
         decompose_canonical(c, |d| {
             let class = canonical_combining_class(d);
-            if class == 0 {
-                out.flush_marks();
-            }
-            if is_nonspacing_mark(d) {
-                return;
-            }
-            if class == 0 {
-                self.push_cased(d, at, out);
+            if class != 0 {
+                out.marks.push(Mark { class, c: d, first, at });
             } else {
-                // Marks have no case: lowercasing them after ordering changes nothing.
-                out.marks.push((class, d, at));
+                out.flush_marks();
+                if first {
+                    out.last_origin = at;
+                }
+                if !is_nonspacing_mark(d) {
+                    // Marks have no case, so lowercasing only starters is lowercasing all.
+                    self.push_cased(d, out.last_origin, out);
+                }
             }
+            first = false;
         });
     }
 

@@ -140,9 +140,12 @@ impl BertTokenizer {
         self.normalizer
     }
 
-    /// The token strings of an encoding.
+    /// The token strings of an encoding; padding shows as the padding's `pad_token`,
+    /// whatever its id.
     pub fn tokens(&self, encoding: &Encoding) -> Vec<&str> {
-        encoding.ids.iter().map(|&id| self.id_to_token(id).unwrap_or("")).collect()
+        let pad = self.padding.as_ref().map_or("[PAD]", |p| &p.pad_token);
+        let token = |(&id, &attend): (&u32, &u32)| if attend == 0 { pad } else { self.id_to_token(id).unwrap_or("") };
+        encoding.ids.iter().zip(&encoding.attention_mask).map(token).collect()
     }
 
     /// Encodes one sequence or a pair; with `add_special_tokens`, as `[CLS] a [SEP] b [SEP]`.

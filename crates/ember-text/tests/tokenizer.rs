@@ -50,6 +50,20 @@ fn accents_strip_with_lowercase_unless_told_otherwise() {
 }
 
 #[test]
+fn canonical_ordering_moves_origins_as_tokenizers_does() {
+    // U+04F9 decomposes to U+044B U+0308 (class 230); U+302F (class 224) sorts before the
+    // diaeresis and, as the first of its own character, takes the next origin: its own.
+    let (text, origin) = normalize(BertNormalizer::new(true, None), "\u{4f9}\u{302f}");
+    assert_eq!(text, "\u{44b}\u{302f}");
+    assert_eq!(origin, [0, 0, 1, 1, 1]);
+    // Three marks of classes 224, 230, 220 reorder to 220, 224, 230: origins stay in input
+    // order, so the one kept (U+302E) reports the second character.
+    let (text, origin) = normalize(BertNormalizer::new(true, None), "\u{302e}\u{368}\u{33a}");
+    assert_eq!(text, "\u{302e}");
+    assert_eq!(origin, [1, 1, 1]);
+}
+
+#[test]
 fn lowercase_can_grow_a_character() {
     // U+0130 lowercases to "i" + U+0307; with accents stripped first, only "i" remains.
     assert_eq!(normalize(BertNormalizer::new(true, Some(false)), "\u{130}").0, "i\u{307}");
