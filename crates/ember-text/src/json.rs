@@ -66,7 +66,7 @@ impl BertTokenizer {
 
 fn vocab_entries(model: &Value) -> Result<impl Iterator<Item = (String, u32)> + '_> {
     let vocab = model.get("vocab").and_then(Value::as_object).ok_or_else(|| invalid("model.vocab is not an object"))?;
-    if let Some((t, _)) = vocab.iter().find(|(_, id)| id.as_u64().map_or(true, |id| id > u32::MAX as u64)) {
+    if let Some((t, _)) = vocab.iter().find(|(_, id)| id.as_u64().filter(|&id| id <= u32::MAX as u64).is_none()) {
         return Err(invalid(format!("the id of vocabulary token '{t}' is not a non-negative integer")));
     }
     Ok(vocab.iter().map(|(t, id)| (t.clone(), id.as_u64().unwrap_or_default() as u32)))

@@ -77,9 +77,9 @@ impl Protected {
 }
 
 fn ends_word_before(text: &str, i: usize) -> bool {
-    text[..i].chars().next_back().map_or(true, char::is_whitespace)
+    text[..i].chars().next_back().filter(|c| !c.is_whitespace()).is_none()
 }
 
 fn starts_word_after(text: &str, i: usize) -> bool {
-    text[i..].chars().next().map_or(true, char::is_whitespace)
+    text[i..].chars().next().filter(|c| !c.is_whitespace()).is_none()
 }

@@ -90,6 +90,42 @@ fn wordpiece_greedy_longest_match_and_unknown_words() {
 }
 
 #[test]
+fn word_length_limit_counts_characters_not_bytes() {
+    let t = tokenizer(true, Some(false));
+    // 100 two-byte characters: 200 bytes, but within the 100-character limit.
+    let word = "é".repeat(100);
+    assert_eq!(tokens(&t, &word), ["[UNK]"]);
+    let e = t.encode(&word, None, false).unwrap();
+    assert_eq!(e.offsets, [(0, 100)]);
+    let t = BertTokenizer::new(Vocab::from_lines(&format!("{VOCAB}é\n##é\n"), "##"), &Options::default()).unwrap();
+    let t_keep = BertTokenizer::new(
+        Vocab::from_lines(&format!("{VOCAB}é\n##é\n"), "##"),
+        &Options { normalizer: BertNormalizer::new(true, Some(false)), ..Options::default() },
+    )
+    .unwrap();
+    assert_eq!(tokens(&t, &word), ["[UNK]"], "accents stripped: 'e' pieces are not in the vocab");
+    assert_eq!(tokens(&t_keep, &word).len(), 100);
+    assert_eq!(tokens(&t_keep, &"é".repeat(101)), ["[UNK]"]);
+}
+
+#[test]
+fn cjk_extension_ideographs_are_words_of_their_own() {
+    let t = tokenizer(true, None);
+    let e = t.encode("a\u{20000}\u{2A700}b", None, false).unwrap();
+    assert_eq!(e.offsets, [(0, 1), (1, 2), (2, 3), (3, 4)]);
+}
+
+#[test]
+fn decode_cleans_up_token_by_token_as_tokenizers_does() {
+    let t = tokenizer(true, None);
+    let e = t.encode("don't you?", None, false).unwrap();
+    assert_eq!(t.tokens(&e), ["don", "'", "t", "you", "?"]);
+    // The clean-up rules apply to each token with its leading space, so " ?" loses its space
+    // but a lone apostrophe keeps both of its neighbours' spaces.
+    assert_eq!(t.decode(&e.ids, true), "don ' t you?");
+}
+
+#[test]
 fn empty_and_whitespace_inputs() {
     let t = tokenizer(true, None);
     assert!(tokens(&t, "").is_empty());
