@@ -184,3 +184,36 @@ def _cached(vocab_path, **mode):
     if key not in _CACHE:
         _CACHE[key] = (_hf(vocab_path, **mode), _ember(vocab_path, **mode))
     return _CACHE[key]
+
+
+@pytest.mark.parametrize("options", [dict(clean_text=False), dict(handle_chinese_chars=False),
+                                     dict(clean_text=False, handle_chinese_chars=False, lowercase=False)])
+def test_normalizer_switches_match_tokenizers(vocab_path, options):
+    hf, em = _hf(vocab_path, **options), _ember(vocab_path, **options)
+    for a, b in zip(em.encode_batch(EDGE_CASES), hf.encode_batch(EDGE_CASES)):
+        assert _fields(a) == _fields(b)
+
+
+def test_tokenizer_json_bad_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        embertext.BertWordPieceTokenizer.from_tokenizer_json(str(tmp_path / "nope.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json.*not valid JSON"):
+        embertext.BertWordPieceTokenizer.from_tokenizer_json(str(bad))
+    bpe = tmp_path / "bpe.json"
+    bpe.write_text('{"model": {"type": "BPE", "vocab": {}}}')
+    with pytest.raises(ValueError, match="only WordPiece"):
+        embertext.BertWordPieceTokenizer.from_tokenizer_json(str(bpe))
+
+
+def test_tokenizer_json_written_by_tokenizers(vocab_path, tmp_path):
+    hf = _hf(vocab_path, lowercase=False)
+    hf.enable_truncation(12)
+    hf.enable_padding(length=16)
+    path = str(tmp_path / "tokenizer.json")
+    hf.save(path)
+    em = embertext.BertWordPieceTokenizer.from_tokenizer_json(path)
+    assert em.truncation == hf.truncation and em.padding == hf.padding
+    for a, b in zip(em.encode_batch(EDGE_CASES), hf.encode_batch(EDGE_CASES)):
+        assert _fields(a) == _fields(b)
