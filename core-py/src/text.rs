@@ -192,7 +192,7 @@ impl PyBertTokenizer {
     /// Ids of one text, without special tokens, truncation or padding (TorchText's output).
     fn encode_ids<'py>(&self, py: Python<'py>, text: PyBackedStr) -> PyResult<Bound<'py, PyList>> {
         let tok = &*self.tok;
-        let run = || tok.encode_sequence(&text, 0).ids;
+        let run = || tok.encode_ids(&text);
         let ids = if text.len() >= DETACH_BYTES { py.detach(run) } else { run() };
         PyList::new(py, ids)
     }
@@ -207,8 +207,7 @@ impl PyBertTokenizer {
 
     /// Token strings of one text, without special tokens (TorchText's `return_tokens=True`).
     fn tokenize(&self, text: PyBackedStr) -> Vec<&str> {
-        let enc = self.tok.encode_sequence(&text, 0);
-        enc.ids.iter().map(|&id| self.tok.id_to_token(id).unwrap_or("")).collect()
+        self.tok.encode_ids(&text).into_iter().map(|id| self.tok.id_to_token(id).unwrap_or("")).collect()
     }
 
     fn tokenize_batch(&self, py: Python<'_>, texts: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<&str>>> {

@@ -175,7 +175,7 @@ impl BertTokenizer {
 
     /// Ids of each text on its own (no special tokens, truncation or padding), in parallel.
     pub fn encode_ids_batch<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Vec<Vec<u32>> {
-        texts.par_iter().with_min_len(8).map(|t| self.encode_sequence(t.as_ref(), 0).ids).collect()
+        texts.par_iter().with_min_len(8).map(|t| self.encode_ids(t.as_ref())).collect()
     }
 
     fn encode_unpadded(&self, first: &str, second: Option<&str>, add_special_tokens: bool) -> Result<Encoding> {
@@ -213,16 +213,28 @@ impl BertTokenizer {
     /// Tokens of one sequence, without special tokens, truncation or padding.
     pub fn encode_sequence(&self, text: &str, type_id: u32) -> Encoding {
         let mut encoding = Encoding::default();
-        SCRATCH.with_borrow_mut(|scratch| {
-            self.protected.split(text, |piece| match piece {
-                Piece::Text(t, first_char) => self.encode_text(t, first_char, type_id, scratch, &mut encoding),
-                Piece::Token(id, start, end) => encoding.push(id, type_id, (start, end), false, true),
-            })
-        });
+        self.for_each_token(text, |id, offsets| encoding.push(id, type_id, offsets, false, true));
         encoding
     }
 
-    fn encode_text(&self, text: &str, first_char: u32, type_id: u32, scratch: &mut Scratch, out: &mut Encoding) {
+    /// Ids of one sequence, without special tokens, truncation or padding.
+    pub fn encode_ids(&self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(text.len() / 4);
+        self.for_each_token(text, |id, _| ids.push(id));
+        ids
+    }
+
+    /// Calls `emit(id, (start, end))` for each token of `text`, offsets in characters.
+    fn for_each_token(&self, text: &str, mut emit: impl FnMut(u32, (u32, u32))) {
+        SCRATCH.with_borrow_mut(|scratch| {
+            self.protected.split(text, |piece| match piece {
+                Piece::Text(t, first_char) => self.tokenize_text(t, first_char, scratch, &mut emit),
+                Piece::Token(id, start, end) => emit(id, (start, end)),
+            })
+        });
+    }
+
+    fn tokenize_text(&self, text: &str, first_char: u32, scratch: &mut Scratch, emit: &mut impl FnMut(u32, (u32, u32))) {
         let Scratch { normalized, pieces } = scratch;
         self.normalizer.normalize(text, first_char, normalized);
         let (norm, origin) = (&normalized.text, &normalized.origin);
@@ -230,7 +242,7 @@ impl BertTokenizer {
             pieces.clear();
             self.model.tokenize(&norm[start..end], pieces);
             for &(id, s, e) in pieces.iter() {
-                out.push(id, type_id, (origin[start + s], origin[start + e - 1] + 1), false, true);
+                emit(id, (origin[start + s], origin[start + e - 1] + 1));
             }
         });
     }
