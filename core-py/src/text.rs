@@ -39,6 +39,11 @@ const DETACH_BYTES: usize = 4096;
 
 type Input = (PyBackedStr, Option<PyBackedStr>);
 
+/// Batches this small are encoded on the calling thread: handing them to the pool costs more.
+fn is_small(inputs: &[Input]) -> bool {
+    inputs.len() < 2 || inputs.iter().map(|(a, b)| a.len() + b.as_ref().map_or(0, |b| b.len())).sum::<usize>() < DETACH_BYTES
+}
+
 /// A batch item: a `str`, or a `(str, str)` pair.
 fn input(item: &Bound<'_, PyAny>, i: usize) -> PyResult<Input> {
     if let Ok(s) = item.cast::<PyString>() {
@@ -115,7 +120,12 @@ impl PyBertTokenizer {
 
     fn run_batch(&self, py: Python<'_>, inputs: &[Input], add_special_tokens: bool) -> PyResult<Vec<Encoding>> {
         let tok = &*self.tok;
-        py.detach(|| ember_core::parallel::pool().install(|| tok.encode_batch(inputs, add_special_tokens))).map_err(to_py)
+        let result = if is_small(inputs) {
+            tok.encode_batch_serial(inputs, add_special_tokens)
+        } else {
+            py.detach(|| ember_core::parallel::pool().install(|| tok.encode_batch(inputs, add_special_tokens)))
+        };
+        result.map_err(to_py)
     }
 
     fn texts(items: &Bound<'_, PyAny>) -> PyResult<Vec<Input>> {
@@ -201,7 +211,11 @@ impl PyBertTokenizer {
         let inputs = Self::texts(texts)?;
         let tok = &*self.tok;
         let texts: Vec<&str> = inputs.iter().map(|(t, _)| &**t).collect();
-        let ids = py.detach(|| ember_core::parallel::pool().install(|| tok.encode_ids_batch(&texts)));
+        let ids = if is_small(&inputs) {
+            texts.iter().map(|t| tok.encode_ids(t)).collect()
+        } else {
+            py.detach(|| ember_core::parallel::pool().install(|| tok.encode_ids_batch(&texts)))
+        };
         ids.into_iter().map(|v| PyList::new(py, v)).collect()
     }
 

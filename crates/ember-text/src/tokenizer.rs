@@ -160,17 +160,26 @@ impl BertTokenizer {
     /// Encodes a batch on all the threads of the current rayon pool; padding (if set) applies
     /// to the batch as a whole.
     pub fn encode_batch<S: AsRef<str> + Sync>(&self, inputs: &[(S, Option<S>)], add_special_tokens: bool) -> Result<Vec<Encoding>> {
-        let encode = |(a, b): &(S, Option<S>)| self.encode_unpadded(a.as_ref(), b.as_ref().map(|b| b.as_ref()), add_special_tokens);
-        let mut encodings: Vec<Encoding> = if inputs.len() > 1 {
-            inputs.par_iter().with_min_len(8).map(encode).collect::<Result<_>>()?
-        } else {
-            inputs.iter().map(encode).collect::<Result<_>>()?
-        };
+        let encodings = inputs.par_iter().with_min_len(8).map(|input| self.encode_input(input, add_special_tokens)).collect::<Result<_>>()?;
+        Ok(self.pad_batch(encodings))
+    }
+
+    /// `encode_batch` on the calling thread, for batches too small to be worth a hand-off.
+    pub fn encode_batch_serial<S: AsRef<str>>(&self, inputs: &[(S, Option<S>)], add_special_tokens: bool) -> Result<Vec<Encoding>> {
+        let encodings = inputs.iter().map(|input| self.encode_input(input, add_special_tokens)).collect::<Result<_>>()?;
+        Ok(self.pad_batch(encodings))
+    }
+
+    fn encode_input<S: AsRef<str>>(&self, (a, b): &(S, Option<S>), add_special_tokens: bool) -> Result<Encoding> {
+        self.encode_unpadded(a.as_ref(), b.as_ref().map(|b| b.as_ref()), add_special_tokens)
+    }
+
+    fn pad_batch(&self, mut encodings: Vec<Encoding>) -> Vec<Encoding> {
         if let Some(p) = &self.padding {
             let target = p.target(encodings.iter().map(Encoding::len).max().unwrap_or(0));
             encodings.iter_mut().for_each(|e| e.pad(target, p));
         }
-        Ok(encodings)
+        encodings
     }
 
     /// Ids of each text on its own (no special tokens, truncation or padding), in parallel.

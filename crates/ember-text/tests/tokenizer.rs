@@ -216,6 +216,7 @@ fn batch_matches_single_encodes() {
     let t = tokenizer(true, None);
     let inputs: Vec<(String, Option<String>)> = (0..100).map(|i| (format!("hello {} world", "a ".repeat(i % 7)), None)).collect();
     let batch = t.encode_batch(&inputs, true).unwrap();
+    assert_eq!(t.encode_batch_serial(&inputs, true).unwrap(), batch);
     for (input, e) in inputs.iter().zip(&batch) {
         assert_eq!(&t.encode(&input.0, None, true).unwrap(), e);
     }
