@@ -54,3 +54,21 @@ rest = [b["label"].tolist() for b in epoch]
 resumed = DataLoader2(pipe.batch(4).collate())
 resumed.load_state_dict(state)
 print("DataLoader2 resumed mid-epoch from", state, "->", [b["label"].tolist() for b in resumed] == rest)
+# embertext: BERT WordPiece tokenizer (Rust) and TorchText transforms, on a generated vocab.
+import os
+import tempfile
+
+import embertext
+from embertext import transforms as T
+
+vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+with open(vocab_file, "w") as f:
+    f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!", ",", "how", "are",
+                       "you", "?", "un", "##aff", "##able", "caf", "##e"]))
+bert = T.BERTTokenizer(vocab_file)
+print("\nBERTTokenizer('Hello World!, how are you?') ->", bert("Hello World!, how are you?"))
+print("tokens of 'Unaffable café' ->", T.BERTTokenizer(vocab_file, return_tokens=True)("Unaffable café"))
+tok = embertext.BertWordPieceTokenizer(vocab_file)
+encoded = tok.encode_batch_tensors(["Hello world!", ("how are you?", "unaffable")])
+print("padded batch for a model:\n", encoded["input_ids"], "\n", encoded["attention_mask"])
+print("decode ->", repr(tok.decode(tok.encode("Hello, unaffable world!").ids)))

@@ -5,6 +5,7 @@ mod convert;
 mod errors;
 mod ops;
 mod tensor;
+mod text;
 
 use convert::PyDType;
 use ember_core::DType;
@@ -18,5 +19,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(d.name(), PyDType(d))?;
     }
     ops::register(m)?;
+    text::register(m)?;
     Ok(())
 }

@@ -1,6 +1,15 @@
-"""embertext: TorchText-style tokenizers, transforms and datasets, on Ember tensors.
+"""embertext: TorchText's tokenizer, vocab and transforms on Ember, with BERT's WordPiece
+tokenizer in Rust (`crates/ember-text`).
 
-Nothing is implemented in this package yet; see README.md for what is planned.
+- `embertext.transforms`: `BERTTokenizer` (TorchText's), `VocabTransform`, `ToTensor`,
+  `LabelToIndex`, `Truncate`, `AddToken`, `PadTransform`, `StrToIntTransform`, `Sequential`;
+- `embertext.functional`: `to_tensor`, `truncate`, `add_token`, `str_to_int`;
+- `embertext.vocab`: `Vocab`, `vocab`, `build_vocab_from_iterator`;
+- `embertext.BertWordPieceTokenizer`: HuggingFace `tokenizers`' BERT API for models (pairs,
+  truncation, padding, offsets, decode, padded ember tensors).
 """
+from embertext import functional, transforms, vocab
+from embertext._tokenizer import BertWordPieceTokenizer, Encoding
 
 __version__ = "0.1.0"
+__all__ = ["BertWordPieceTokenizer", "Encoding", "functional", "transforms", "vocab"]
