@@ -3,6 +3,7 @@
 //! kernels and maps errors; the logic lives in the Rust crates.
 mod convert;
 mod errors;
+mod index;
 mod ops;
 mod tensor;
 mod text;
@@ -20,5 +21,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     ops::register(m)?;
     text::register(m)?;
+    index::register(m)?;
     Ok(())
 }

@@ -178,3 +178,17 @@ def _no_grad(self, requires_grad):
     if requires_grad:
         raise NotImplementedError("requires_grad: autograd is not built yet (see the training issue)")
     return self
+
+
+# ---- indexing and joining (ember._index_api) ----
+
+from ember import _index_api  # noqa: E402
+
+for _name in ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_copy", "index_fill",
+              "index_put", "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim", "nonzero", "argwhere",
+              "split", "chunk", "tensor_split", "unbind", "roll", "tile", "repeat_interleave", "tril", "triu"]:
+    _method(_name, getattr(_index_api, _name))
+for _name in ["scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "index_put", "masked_fill",
+              "masked_scatter", "tril", "triu"]:
+    _method(_name + "_", getattr(_index_api, "_" + _name + "_"))
+_method("repeat", _index_api._repeat)

@@ -1,6 +1,8 @@
 //! Op families, one file each.
 pub mod binary;
 pub mod creation;
+pub mod index;
+pub mod join;
 pub mod map;
 pub mod math;
 pub mod matmul;
