@@ -15,7 +15,7 @@ demo: build
 
 test: build
 	cargo test --release --workspace --exclude ember-py
-	$(PY) -m pytest -q tests core-py/tests $(addsuffix /tests,$(PACKAGES))
+	$(PY) -m pytest -q tests core-py/tests $(wildcard $(addsuffix /tests,$(PACKAGES)))
 
 # Release build of ember._C into the venv; cargo rebuilds only what changed.
 build: $(STAMPS)/packages
