@@ -2,6 +2,7 @@
 //! `ember._C`: the one extension module. It converts arguments, releases the GIL around
 //! kernels and maps errors; the logic lives in the Rust crates.
 mod convert;
+mod dlpack;
 mod errors;
 mod ops;
 mod tensor;
@@ -18,5 +19,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(d.name(), PyDType(d))?;
     }
     ops::register(m)?;
+    dlpack::register(m)?;
     Ok(())
 }
