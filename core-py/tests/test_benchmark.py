@@ -192,7 +192,7 @@ def test_compare_table_layout():
     assert lines[2].startswith("1 threads: ") and set(lines[2][len("1 threads: "):]) == {"-"}
     assert lines[3].strip().startswith("float32") and lines[4].strip().startswith("float64")
     assert lines[5].startswith("2 threads: ")
-    assert "10.0" in lines[3] and "30.0" in lines[3]
+    assert "10.0" in lines[3] and "30.1" in lines[3]
     assert lines[-1] == "Times are in microseconds (us)."
     assert len({len(line) for line in lines[1:6]}) == 1  # every row is as wide as the header
 
@@ -237,20 +237,28 @@ def test_compare_rejects_other_objects():
 
 def test_compare_matches_pytorch_layout():
     torch_benchmark = pytest.importorskip("torch.utils.benchmark")
-    ours = grid()
+    ours = grid() + [
+        synthetic([1.0, 1.0, 2.0, 3.0, 9.0], number=1000, label="Noisy", sub_label="row", description="a", env="A"),
+        synthetic([2e-3] * 5, number=1, label="Noisy", sub_label="row2", description="a", env="B"),
+        synthetic([3e-3] * 5, number=1, label="Noisy", sub_label="row2", description="b", env="B", num_threads=4),
+    ]
     theirs = [
         torch_benchmark.Measurement(
             number_per_run=m.number_per_run,
             raw_times=m.raw_times,
             task_spec=torch_benchmark.utils.common.TaskSpec(
                 stmt=m.stmt, setup=m.setup, label=m.label, sub_label=m.sub_label,
-                description=m.description, num_threads=m.num_threads,
+                description=m.description, env=m.task_spec.env, num_threads=m.num_threads,
             ),
         )
         for m in ours
     ]
-    for configure in (lambda c: None, lambda c: c.trim_significant_figures()):
+    for options in ([], ["trim_significant_figures"], ["highlight_warnings"], ["colorize"],
+                    ["trim_significant_figures", "highlight_warnings", "colorize"]):
         a, b = Compare(ours), torch_benchmark.Compare(theirs)
-        configure(a)
-        configure(b)
-        assert str(a) == str(b)
+        for option in options:
+            getattr(a, option)()
+            getattr(b, option)()
+        assert str(a) == str(b), options
+    for m, reference in zip(ours, theirs):
+        assert repr(m).splitlines()[1:] == repr(reference).splitlines()[1:]

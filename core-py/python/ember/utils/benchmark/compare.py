@@ -109,7 +109,7 @@ class _Table:
     def _row_names(self):
         envs = ordered_unique(m.env for m in self.measurements)
         render_env = len(envs) > 1
-        env_width = max(len(e) for e in envs) + 4 if render_env else 0
+        env_width = (max(len(e) for e in envs) if render_env else 0) + 4
         names = []
         for group in self._thread_groups():
             previous_env = None
