@@ -49,7 +49,15 @@ def _numpy_layer_norm(x, normalized_shape, eps=1e-5):
     return (x - mean) / np.sqrt(var + eps)
 
 
-NUMPY_FUNCTIONAL = types.SimpleNamespace(gelu=_numpy_gelu, softmax=_numpy_softmax, layer_norm=_numpy_layer_norm)
+class _NumpyFunctional:
+    """`nn.functional` for NumPy: the ops above, and a clear error for the others."""
+
+    gelu = staticmethod(_numpy_gelu)
+    softmax = staticmethod(_numpy_softmax)
+    layer_norm = staticmethod(_numpy_layer_norm)
+
+    def __getattr__(self, name):
+        raise AttributeError(f"NumPy has no {name}")
 
 
 @dataclasses.dataclass
@@ -63,7 +71,7 @@ class Library:
 def load_library(name):
     """The library, set to all cores, or None when it is not installed."""
     if name == "numpy":
-        return Library("numpy", np, NUMPY_FUNCTIONAL, lambda a: a)
+        return Library("numpy", np, _NumpyFunctional(), lambda a: a)
     try:
         module = __import__(name)
     except Exception:  # not installed, or installed without the libraries it loads at import
