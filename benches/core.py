@@ -3,7 +3,7 @@
 Every library runs on all cores (Ember and PyTorch are set to os.cpu_count() threads; NumPy's BLAS
 uses all cores by default) and is timed by `ember.utils.benchmark.Timer.blocked_autorange`. The
 inputs are NumPy arrays that Ember and PyTorch wrap zero-copy, so all three read the same memory.
-Peak memory comes from one child process per (group, library) that runs the group's ops alone.
+Peak memory (VmHWM) comes from one child process per (group, library) running the group's ops alone.
 
 Prints Markdown tables; `benches/run.py` collects them into RESULTS.md.
 Usage: python benches/core.py [--groups matmul,elementwise,...]
@@ -273,7 +273,12 @@ def time_group(group, libraries, notes):
 # ---- peak memory (one child process per group and library) ----
 
 
-def _rss_mib():
+def _peak_rss_mib():
+    """This process's RSS high-water mark (VmHWM). getrusage's ru_maxrss would include the parent's
+    peak, which Linux carries across fork and exec."""
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -282,7 +287,7 @@ def child_memory(group_name, library_name):
     group = next(g for g in GROUPS if g.name == group_name)
     lib = load_library(library_name)
     arrays = group.make_inputs(np.random.default_rng(0))
-    baseline = _rss_mib()
+    baseline = _peak_rss_mib()
     for workload in group.workloads:
         try:
             call, _ = _runner(workload, lib, arrays)
@@ -290,7 +295,7 @@ def child_memory(group_name, library_name):
                 call()
         except Exception:  # the parent already reports the op as n/a
             continue
-    print(json.dumps({"peak": _rss_mib(), "baseline": baseline}))
+    print(json.dumps({"peak": _peak_rss_mib(), "baseline": baseline}))
 
 
 def measure_memory(group, library_name):
@@ -357,7 +362,8 @@ def notes_section(notes):
         return ""
     lines = ["### n/a", ""]
     for (library, reason), workloads in notes.items():
-        lines.append(f"- {TITLES[library]}: `{reason}` ({len(workloads)} workloads, e.g. {workloads[0]})")
+        count = f"{len(workloads)} workload{'s' if len(workloads) > 1 else ''}"
+        lines.append(f"- {TITLES[library]}: `{reason}` ({count}, e.g. {workloads[0]})")
     return "\n".join(lines)
 
 

@@ -168,8 +168,16 @@ fn export(t: Tensor) -> *mut DLManagedTensor {
     }
 }
 
+/// Consumers may call this from any thread, with or without the GIL. The tensor may own a Python
+/// object (a NumPy array under `from_numpy`), so it is dropped holding the GIL: the object is
+/// released at once, not at pyo3's next call. After interpreter shutdown it is leaked.
 unsafe extern "C" fn delete_export(managed: *mut DLManagedTensor) {
-    drop(Box::from_raw((*managed).manager_ctx as *mut Export));
+    let export = Box::from_raw((*managed).manager_ctx as *mut Export);
+    if ffi::Py_IsInitialized() != 0 {
+        Python::attach(|_| drop(export));
+    } else {
+        std::mem::forget(export);
+    }
 }
 
 unsafe fn call_deleter(managed: *mut DLManagedTensor) {

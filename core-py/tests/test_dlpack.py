@@ -135,19 +135,29 @@ def test_copy_true_exports_a_fresh_buffer():
     np.testing.assert_array_equal(a, np.ones(4, dtype=np.float32))
 
 
-def test_exported_capsule_keeps_the_storage_alive():
-    t = ember.arange(100_000, dtype=ember.float64)
-    a = np.from_dlpack(t)
-    del t
+def test_exported_capsule_keeps_the_storage_alive_until_numpy_frees_it():
+    source = np.arange(100_000, dtype=np.float64)
+    alive = weakref.ref(source)
+    exported = np.from_dlpack(ember.from_numpy(source))
+    del source
     gc.collect()
-    ember.ones(100_000, dtype=ember.float64)  # reuses freed memory if the storage was dropped
-    np.testing.assert_array_equal(a, np.arange(100_000, dtype=np.float64))
+    assert alive() is not None
+    np.testing.assert_array_equal(exported, np.arange(100_000, dtype=np.float64))
+    del exported
+    gc.collect()
+    assert alive() is None
 
 
-def test_unconsumed_capsule_is_freed_with_its_tensor():
-    capsule = ember.arange(10).__dlpack__()
+def test_unconsumed_capsule_releases_the_storage():
+    source = np.arange(10.0)
+    alive = weakref.ref(source)
+    capsule = ember.from_numpy(source).__dlpack__()
+    del source
+    gc.collect()
+    assert alive() is not None
     del capsule
     gc.collect()
+    assert alive() is None
 
 
 def test_export_argument_errors():
