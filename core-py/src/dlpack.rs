@@ -333,7 +333,7 @@ unsafe fn wrap_managed(managed: *mut DLManagedTensor, shape: Vec<usize>, strides
     let first = (dl.data as *mut u8).wrapping_add(dl.byte_offset as usize);
     let (low, high) = Layout::new(shape.clone(), strides.clone(), 0).span();
     let numel: usize = shape.iter().product();
-    if numel > 0 && (first as usize) % item != 0 {
+    if numel > 0 && first.align_offset(item) != 0 {
         return Err(PyValueError::new_err(format!(
             "from_dlpack: the data pointer {first:p} is not aligned to the element size ({item} bytes) of {dtype}"
         )));

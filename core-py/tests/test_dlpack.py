@@ -279,6 +279,12 @@ def test_hand_made_capsule_with_strides_and_byte_offset():
     assert t.tolist() == [[2, 4, 6], [3, 5, 7]]
 
 
+def test_misaligned_data_is_refused():
+    producer = HandMadeProducer(np.zeros(4, dtype=np.float32), byte_offset=2)
+    with pytest.raises(ValueError, match="not aligned to the element size"):
+        ember.from_dlpack(producer.capsule())
+
+
 def test_non_cpu_capsule_is_refused_and_left_unconsumed():
     producer = HandMadeProducer(np.zeros(3, dtype=np.float32), device_type=2)
     capsule = producer.capsule()
