@@ -38,6 +38,16 @@ def version(module_name):
         return f"not importable ({type(error).__name__}: {str(error).splitlines()[0][:100] if str(error) else ''})"
 
 
+def oversubscribed_note():
+    if os.getloadavg()[0] <= (os.cpu_count() or 1):
+        return ""
+    return (
+        "\n  - more runnable processes than cores: every library competed for the CPU, thread pools that"
+        "\n    spin while they wait (PyTorch's OpenMP, NumPy's OpenBLAS) most of all, so the numbers can"
+        "\n    swing by 10x or more between runs; compare them only within one run, and with care"
+    )
+
+
 def machine_section():
     import ember
 
@@ -48,7 +58,7 @@ def machine_section():
         f"- CPU: {cpu_model()}",
         f"- cores: {os.cpu_count()}; threads used by every library: {os.cpu_count()} "
         f"(ember.get_num_threads() = {ember.get_num_threads()} by default)",
-        f"- load average when the run started: {load} (a shared machine makes every number noisy)",
+        f"- load average when the run started: {load}{oversubscribed_note()}",
         f"- OS: {platform.platform()}",
         "",
         "## Versions",
