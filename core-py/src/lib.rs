@@ -2,6 +2,7 @@
 //! `ember._C`: the one extension module. It converts arguments, releases the GIL around
 //! kernels and maps errors; the logic lives in the Rust crates.
 mod convert;
+mod dlpack;
 mod errors;
 mod index;
 mod ops;
@@ -22,5 +23,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     text::register(m)?;
     index::register(m)?;
+    dlpack::register(m)?;
     Ok(())
 }

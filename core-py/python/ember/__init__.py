@@ -7,6 +7,7 @@ import builtins as _builtins
 
 from ember import _C
 from ember._C import Generator, Tensor, dtype
+from ember._C import from_dlpack
 from ember._C import (
     get_num_threads,
     get_rng_state,
