@@ -4,6 +4,7 @@
 mod convert;
 mod errors;
 mod ops;
+mod sort;
 mod tensor;
 
 use convert::PyDType;
@@ -18,5 +19,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(d.name(), PyDType(d))?;
     }
     ops::register(m)?;
+    sort::register(m)?;
     Ok(())
 }

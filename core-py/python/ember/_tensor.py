@@ -178,3 +178,12 @@ def _no_grad(self, requires_grad):
     if requires_grad:
         raise NotImplementedError("requires_grad: autograd is not built yet (see the training issue)")
     return self
+
+
+# ---- sorting, order statistics and scans (ember._sort_api) ----
+
+for _name in ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile",
+              "unique", "unique_consecutive", "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "diff"]:
+    _method(_name, getattr(ember._sort_api, _name))
+_method("cumsum_", lambda self, dim, *, dtype=None: self.copy_(ember._sort_api.cumsum(self, dim, dtype=dtype)))
+_method("cumprod_", lambda self, dim, *, dtype=None: self.copy_(ember._sort_api.cumprod(self, dim, dtype=dtype)))
