@@ -3,8 +3,9 @@
 use crate::convert::PyDType;
 use crate::errors::IntoPyResult;
 use crate::tensor::{nogil, PyTensor};
-use ember_core::ops::scan::{self, ScanOp};
-use ember_core::ops::sort::{self, Interpolation};
+// Aliased: each #[pyfunction] defines a module of its own name (`sort`, `scan`).
+use ember_core::ops::scan::{self as scans, ScanOp};
+use ember_core::ops::sort::{self as sorting, Interpolation};
 use ember_core::Tensor;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -19,27 +20,27 @@ fn pair((a, b): (Tensor, Tensor)) -> (PyTensor, PyTensor) {
 
 #[pyfunction]
 fn sort(py: Python<'_>, x: &PyTensor, dim: i64, descending: bool) -> PyResult<(PyTensor, PyTensor)> {
-    Ok(pair(nogil(py, x.t.numel(), || sort::sort(&x.t, dim, descending)).py()?))
+    Ok(pair(nogil(py, x.t.numel(), || sorting::sort(&x.t, dim, descending)).py()?))
 }
 
 #[pyfunction]
 fn topk(py: Python<'_>, x: &PyTensor, k: i64, dim: i64, largest: bool, sorted: bool) -> PyResult<(PyTensor, PyTensor)> {
-    Ok(pair(nogil(py, x.t.numel(), || sort::topk(&x.t, k, dim, largest, sorted)).py()?))
+    Ok(pair(nogil(py, x.t.numel(), || sorting::topk(&x.t, k, dim, largest, sorted)).py()?))
 }
 
 #[pyfunction]
 fn kthvalue(py: Python<'_>, x: &PyTensor, k: i64, dim: i64, keepdim: bool) -> PyResult<(PyTensor, PyTensor)> {
-    Ok(pair(nogil(py, x.t.numel(), || sort::kthvalue(&x.t, k, dim, keepdim)).py()?))
+    Ok(pair(nogil(py, x.t.numel(), || sorting::kthvalue(&x.t, k, dim, keepdim)).py()?))
 }
 
 #[pyfunction]
 fn median(py: Python<'_>, x: &PyTensor, dim: i64, keepdim: bool, ignore_nan: bool) -> PyResult<(PyTensor, PyTensor)> {
-    Ok(pair(nogil(py, x.t.numel(), || sort::median(&x.t, dim, keepdim, ignore_nan)).py()?))
+    Ok(pair(nogil(py, x.t.numel(), || sorting::median(&x.t, dim, keepdim, ignore_nan)).py()?))
 }
 
 #[pyfunction]
 fn mode(py: Python<'_>, x: &PyTensor, dim: i64, keepdim: bool) -> PyResult<(PyTensor, PyTensor)> {
-    Ok(pair(nogil(py, x.t.numel(), || sort::mode(&x.t, dim, keepdim)).py()?))
+    Ok(pair(nogil(py, x.t.numel(), || sorting::mode(&x.t, dim, keepdim)).py()?))
 }
 
 /// `q` arrives as a list of floats; `q_is_scalar` drops the leading q dim from the result.
@@ -56,13 +57,13 @@ fn quantile(
     ignore_nan: bool,
 ) -> PyResult<PyTensor> {
     let how = Interpolation::from_name(interpolation).py()?;
-    Ok(wrap(nogil(py, x.t.numel(), || sort::quantile(&x.t, &q, q_is_scalar, dim, keepdim, how, ignore_nan)).py()?))
+    Ok(wrap(nogil(py, x.t.numel(), || sorting::quantile(&x.t, &q, q_is_scalar, dim, keepdim, how, ignore_nan)).py()?))
 }
 
 /// (values, inverse, counts) of `unique` (sorted) or `unique_consecutive`.
 #[pyfunction]
 fn unique(py: Python<'_>, x: &PyTensor, dim: Option<i64>, consecutive: bool) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
-    let (v, i, c) = nogil(py, x.t.numel(), || sort::unique(&x.t, dim, consecutive)).py()?;
+    let (v, i, c) = nogil(py, x.t.numel(), || sorting::unique(&x.t, dim, consecutive)).py()?;
     Ok((wrap(v), wrap(i), wrap(c)))
 }
 
@@ -77,7 +78,7 @@ fn searchsorted(
     out_int32: bool,
 ) -> PyResult<PyTensor> {
     let sorter = sorter.map(|s| s.t.clone());
-    let r = nogil(py, x.t.numel(), || sort::searchsorted(&sorted_sequence.t, &x.t, right, sorter.as_ref(), out_int32));
+    let r = nogil(py, x.t.numel(), || sorting::searchsorted(&sorted_sequence.t, &x.t, right, sorter.as_ref(), out_int32));
     Ok(wrap(r.py()?))
 }
 
@@ -86,13 +87,13 @@ fn searchsorted(
 #[pyo3(signature = (name, x, dim, dtype=None))]
 fn scan(py: Python<'_>, name: &str, x: &PyTensor, dim: i64, dtype: Option<PyDType>) -> PyResult<PyTensor> {
     let op = ScanOp::from_name(name).ok_or_else(|| PyValueError::new_err(format!("unknown scan op '{name}'")))?;
-    Ok(wrap(nogil(py, x.t.numel(), || scan::scan(op, &x.t, dim, dtype.map(|d| d.0))).py()?))
+    Ok(wrap(nogil(py, x.t.numel(), || scans::scan(op, &x.t, dim, dtype.map(|d| d.0))).py()?))
 }
 
 /// `cummax` (is_max) or `cummin`: (values, indices).
 #[pyfunction]
 fn cum_extreme(py: Python<'_>, x: &PyTensor, dim: i64, is_max: bool) -> PyResult<(PyTensor, PyTensor)> {
-    Ok(pair(nogil(py, x.t.numel(), || scan::cum_extreme(&x.t, dim, is_max)).py()?))
+    Ok(pair(nogil(py, x.t.numel(), || scans::cum_extreme(&x.t, dim, is_max)).py()?))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

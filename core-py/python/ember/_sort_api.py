@@ -10,9 +10,6 @@ import numbers
 from ember import _C
 from ember._ops import _require_tensor, _values_indices
 
-_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
-
-
 def _write_out(name, out, result):
     """Copies `result` (a tensor or a tuple of them) into `out` and returns `out`."""
     if out is None:
@@ -110,8 +107,6 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
 
 def _quantile(name, input, q, dim, keepdim, interpolation, out, ignore_nan):
     _require_tensor(input, name)
-    if interpolation not in _INTERPOLATIONS:
-        raise ValueError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest. Got {interpolation}")
     if isinstance(q, _C.Tensor):
         if q.ndim > 1:
             raise RuntimeError(f"{name}() q must be a scalar or 1D tensor, but got a {q.ndim}D tensor")
