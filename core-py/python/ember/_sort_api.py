@@ -199,7 +199,9 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 
 def _scan(name, input, dim, dtype, out):
     _require_tensor(input, name)
-    return _write_out(name, out, _C.scan(name, input, _dim(dim, name), dtype))
+    r = _C.scan(name, input, _dim(dim, name), dtype)
+    # The kernel accumulates integers in int64; an explicit dtype is also the result's.
+    return _write_out(name, out, r if dtype is None or r.dtype == dtype else r._to_dtype(dtype))
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
