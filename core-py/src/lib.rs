@@ -6,6 +6,7 @@ mod dlpack;
 mod errors;
 mod index;
 mod ops;
+mod sort;
 mod tensor;
 mod text;
 
@@ -24,5 +25,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     text::register(m)?;
     index::register(m)?;
     dlpack::register(m)?;
+    sort::register(m)?;
     Ok(())
 }

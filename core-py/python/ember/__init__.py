@@ -42,6 +42,8 @@ from ember._creation import *  # noqa: E402,F401,F403
 from ember._ops import *  # noqa: E402,F401,F403
 from ember._shape import *  # noqa: E402,F401,F403
 from ember._index_api import *  # noqa: E402,F401,F403
+from ember._sort_api import *  # noqa: E402,F401,F403
+from ember._einsum import einsum  # noqa: E402,F401
 from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
 from ember import nn, utils  # noqa: E402,F401
 

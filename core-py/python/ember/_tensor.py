@@ -192,3 +192,10 @@ for _name in ["scatter", "scatter_add", "scatter_reduce", "index_add", "index_co
               "masked_scatter", "tril", "triu"]:
     _method(_name + "_", getattr(_index_api, "_" + _name + "_"))
 _method("repeat", _index_api._repeat)
+# ---- sorting, order statistics and scans (ember._sort_api) ----
+
+for _name in ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile",
+              "unique", "unique_consecutive", "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "diff"]:
+    _method(_name, getattr(ember._sort_api, _name))
+_method("cumsum_", lambda self, dim, *, dtype=None: self.copy_(ember._sort_api.cumsum(self, dim, dtype=dtype)))
+_method("cumprod_", lambda self, dim, *, dtype=None: self.copy_(ember._sort_api.cumprod(self, dim, dtype=dtype)))

@@ -8,6 +8,8 @@ pub mod math;
 pub mod matmul;
 pub mod random;
 pub mod reduce;
+pub mod scan;
+pub mod sort;
 pub mod unary;
 
 use crate::bail;

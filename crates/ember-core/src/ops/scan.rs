@@ -1,0 +1,154 @@
+//! Cumulative ops along one dim: cumsum, cumprod, logcumsumexp, cummax and cummin. Each row is
+//! a serial chain, so the parallelism is over rows (read through the input's own strides).
+use super::map::Ptr;
+use super::sort::{along, is_nan, Rows};
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::tensor::Tensor;
+use crate::with_dtype;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScanOp {
+    Sum,
+    Prod,
+    LogSumExp,
+}
+
+impl ScanOp {
+    pub fn from_name(name: &str) -> Option<ScanOp> {
+        Some(match name {
+            "cumsum" => ScanOp::Sum,
+            "cumprod" => ScanOp::Prod,
+            "logcumsumexp" => ScanOp::LogSumExp,
+            _ => return None,
+        })
+    }
+}
+
+/// log(exp(a) + exp(b)) without overflow; equal infinities (where a - b is NaN) stay themselves.
+fn log_add_exp(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    if a == b {
+        return a + std::f64::consts::LN_2;
+    }
+    let (hi, lo) = if a > b { (a, b) } else { (b, a) };
+    hi + (lo - hi).exp().ln_1p()
+}
+
+/// Runs `out[k] = step(acc, x[k])` along every row of `x` into `out` (same shape).
+fn scan_rows<T: Element, A: Copy + Send + Sync, O: Element>(
+    x: &Tensor,
+    out: &Tensor,
+    d: usize,
+    init: A,
+    load: impl Fn(T) -> A + Sync,
+    step: impl Fn(A, A) -> A + Sync,
+    store: impl Fn(A) -> O + Sync,
+) {
+    let rows = Rows::new([x, out], d);
+    let n = x.shape()[d];
+    let (px, po) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<O>()));
+    let [sx, so] = rows.steps;
+    rows.for_each(n, |_, [bx, bo]| unsafe {
+        let mut acc = init;
+        for k in 0..n as isize {
+            acc = step(acc, load(*px.at(bx + k * sx)));
+            *po.at(bo + k * so) = store(acc);
+        }
+    });
+}
+
+/// `cumsum`/`cumprod` (booleans and integers accumulate in int64, floats in f64, as PyTorch's
+/// CPU kernels do) and `logcumsumexp` (floats only). `dtype` casts the input first.
+pub fn scan(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let (xs, d) = along(x, dim)?;
+    let xs = dtype.map_or(xs.clone(), |t| xs.to_dtype(t));
+    let in_dtype = xs.dtype();
+    if op == ScanOp::LogSumExp && !in_dtype.is_float() {
+        bail!(Runtime, "logcumsumexp(): expected a floating point input, but got {in_dtype}");
+    }
+    let out_dtype = if in_dtype.is_float() { in_dtype } else { DType::I64 };
+    let out = Tensor::uninit(xs.shape(), out_dtype);
+    if in_dtype.is_float() {
+        let (init, step): (f64, fn(f64, f64) -> f64) = match op {
+            ScanOp::Sum => (0.0, |a, b| a + b),
+            ScanOp::Prod => (1.0, |a, b| a * b),
+            ScanOp::LogSumExp => (f64::NEG_INFINITY, log_add_exp),
+        };
+        with_dtype!(in_dtype, T, scan_rows::<T, f64, T>(&xs, &out, d, init, |v| v.to_f64(), step, T::from_f64));
+    } else {
+        let (init, step): (i64, fn(i64, i64) -> i64) = match op {
+            ScanOp::Prod => (1, i64::wrapping_mul),
+            _ => (0, i64::wrapping_add),
+        };
+        with_dtype!(in_dtype, T, scan_rows::<T, i64, i64>(&xs, &out, d, init, |v| v.to_i64(), step, |a| a));
+    }
+    out.reshape(&x.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
+}
+
+/// `cummax`/`cummin`: the running extreme and the index where it was taken. A tie moves the
+/// index to the later element, and a NaN, once seen, stays (both as PyTorch does).
+pub fn cum_extreme(x: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor)> {
+    let (xs, d) = along(x, dim)?;
+    let values = Tensor::uninit(xs.shape(), xs.dtype());
+    let indices = Tensor::uninit(xs.shape(), DType::I64);
+    let rows = Rows::new([&xs, &values, &indices], d);
+    let n = xs.shape()[d];
+    with_dtype!(xs.dtype(), T, {
+        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
+        let [sx, sv, si] = rows.steps;
+        let takes_over = |v: T, best: T| is_nan(&v) || if max { v >= best } else { v <= best };
+        rows.for_each(n, |_, [bx, bv, bi]| unsafe {
+            if n == 0 {
+                return;
+            }
+            let (mut best, mut at) = (*px.at(bx), 0i64);
+            for k in 0..n as isize {
+                let v = *px.at(bx + k * sx);
+                if !is_nan(&best) && takes_over(v, best) {
+                    best = v;
+                    at = k as i64;
+                }
+                *pv.at(bv + k * sv) = best;
+                *pi.at(bi + k * si) = at;
+            }
+        });
+    });
+    let shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
+    Ok((values.reshape(&shape)?, indices.reshape(&shape)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_add_exp_edges() {
+        assert_eq!(log_add_exp(f64::NEG_INFINITY, 0.0), 0.0);
+        assert_eq!(log_add_exp(f64::NEG_INFINITY, f64::NEG_INFINITY), f64::NEG_INFINITY);
+        assert_eq!(log_add_exp(f64::INFINITY, f64::INFINITY), f64::INFINITY);
+        assert!(log_add_exp(f64::NAN, 1.0).is_nan());
+        assert!((log_add_exp(1.0, 2.0) - (1f64.exp() + 2f64.exp()).ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cummax_ties_take_the_later_index_and_nan_sticks() {
+        let x = Tensor::from_vec(vec![1.0f32, 1.0, f32::NAN, 5.0], &[4]).unwrap();
+        let (v, i) = cum_extreme(&x, 0, true).unwrap();
+        let v = v.to_vec::<f32>().unwrap();
+        assert_eq!(&v[..2], &[1.0, 1.0]);
+        assert!(v[2].is_nan() && v[3].is_nan());
+        assert_eq!(i.to_vec::<i64>().unwrap(), vec![0, 1, 2, 2]);
+    }
+
+    #[test]
+    fn integer_cumsum_is_int64_along_any_dim() {
+        let x = Tensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]).unwrap();
+        let c = scan(ScanOp::Sum, &x, 0, None).unwrap();
+        assert_eq!(c.dtype(), DType::I64);
+        assert_eq!(c.to_vec::<i64>().unwrap(), vec![1, 2, 3, 5, 7, 9]);
+    }
+}

@@ -1,0 +1,581 @@
+//! Sorting and order statistics along one dim: sort, topk, kthvalue, median, mode, quantile,
+//! unique and searchsorted. Every kernel sees its input as rows (one per index of the other
+//! dims, reached through the tensor's own strides, so nothing is copied to make it contiguous)
+//! and runs the rows in parallel. NaN sorts as the largest value, as in PyTorch.
+use super::map::Ptr;
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::parallel::{for_range, pool, GRAIN};
+use crate::strided::unravel;
+use crate::tensor::Tensor;
+use crate::with_dtype;
+use rayon::slice::ParallelSliceMut;
+use std::cmp::Ordering;
+
+pub fn is_nan<T: Element>(a: &T) -> bool {
+    a.partial_cmp(a).is_none()
+}
+
+/// Ascending total order: NaN is larger than every number and equal to itself (PyTorch's order).
+pub fn cmp_asc<T: Element>(a: &T, b: &T) -> Ordering {
+    a.partial_cmp(b).unwrap_or_else(|| is_nan(a).cmp(&is_nan(b)))
+}
+
+/// (value, original index) ascending; equal values keep their original order, which makes every
+/// sort here stable even through the faster unstable algorithms.
+fn asc_pair<T: Element>(a: &(T, i64), b: &(T, i64)) -> Ordering {
+    cmp_asc(&a.0, &b.0).then(a.1.cmp(&b.1))
+}
+
+/// (value, original index) descending by value; equal values still in original order.
+fn desc_pair<T: Element>(a: &(T, i64), b: &(T, i64)) -> Ordering {
+    cmp_asc(&b.0, &a.0).then(a.1.cmp(&b.1))
+}
+
+fn pair_order<T: Element>(descending: bool) -> fn(&(T, i64), &(T, i64)) -> Ordering {
+    if descending {
+        desc_pair::<T>
+    } else {
+        asc_pair::<T>
+    }
+}
+
+/// Sorts a whole row; a single long row is sorted on every core instead of one.
+fn sort_pairs<T: Element>(pairs: &mut [(T, i64)], order: fn(&(T, i64), &(T, i64)) -> Ordering, whole_tensor: bool) {
+    if whole_tensor && pairs.len() >= 2 * GRAIN {
+        pool().install(|| pairs.par_sort_unstable_by(order));
+    } else {
+        pairs.sort_unstable_by(order);
+    }
+}
+
+/// The rows of same-shaped tensors along `dim` (their lengths along `dim` may differ): every
+/// index of the other dims names one row, which each tensor reaches through its own strides.
+pub struct Rows<const N: usize> {
+    kept_shape: Vec<usize>,
+    kept_strides: [Vec<isize>; N],
+    /// Each tensor's stride along `dim`.
+    pub steps: [isize; N],
+}
+
+impl<const N: usize> Rows<N> {
+    pub fn new(tensors: [&Tensor; N], dim: usize) -> Self {
+        let kept = |t: &Tensor| -> Vec<usize> { (0..t.ndim()).filter(|&i| i != dim).collect() };
+        let kept_shape = kept(tensors[0]).iter().map(|&i| tensors[0].shape()[i]).collect();
+        let kept_strides = std::array::from_fn(|k| kept(tensors[k]).iter().map(|&i| tensors[k].strides()[i]).collect());
+        let steps = std::array::from_fn(|k| tensors[k].strides()[dim]);
+        Rows { kept_shape, kept_strides, steps }
+    }
+
+    pub fn count(&self) -> usize {
+        self.kept_shape.iter().product()
+    }
+
+    /// Calls `f(row, offsets)` for every row in parallel; `work` is one row's cost in elements.
+    pub fn for_each(&self, work: usize, f: impl Fn(usize, [isize; N]) + Sync) {
+        for_range(self.count(), (GRAIN / work.max(1)).max(1), |start, end| {
+            let mut idx = unravel(start, &self.kept_shape);
+            for row in start..end {
+                f(row, std::array::from_fn(|k| idx.iter().zip(&self.kept_strides[k]).map(|(&i, &s)| i as isize * s).sum()));
+                for d in (0..idx.len()).rev() {
+                    idx[d] += 1;
+                    if idx[d] < self.kept_shape[d] {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+            }
+        });
+    }
+}
+
+/// `x` with at least one dim (a 0-d tensor acts as one element) and `dim` wrapped.
+pub fn along(x: &Tensor, dim: i64) -> Result<(Tensor, usize)> {
+    let d = x.wrap_dim(dim)?;
+    Ok((if x.ndim() == 0 { x.reshape(&[1])? } else { x.clone() }, d))
+}
+
+/// `x`'s shape with `dim` resized to `len`.
+pub fn resized(x: &Tensor, dim: usize, len: usize) -> Vec<usize> {
+    let mut s = x.shape().to_vec();
+    s[dim] = len;
+    s
+}
+
+/// Drops `dim` (size 1) unless `keepdim`, and gives a 0-d input its 0-d shape back.
+fn finish(t: Tensor, input: &Tensor, dim: usize, keepdim: bool) -> Result<Tensor> {
+    match (input.ndim(), keepdim) {
+        (0, _) => t.reshape(&[]),
+        (_, true) => Ok(t),
+        (_, false) => t.squeeze(Some(&[dim as i64])),
+    }
+}
+
+unsafe fn read_pairs<T: Element>(p: Ptr<T>, base: isize, step: isize, n: usize) -> Vec<(T, i64)> {
+    (0..n).map(|k| (*p.at(base + k as isize * step), k as i64)).collect()
+}
+
+/// Writes `pairs` into a values row and an indices row.
+unsafe fn write_pairs<T: Element>(pairs: &[(T, i64)], values: (Ptr<T>, isize, isize), indices: (Ptr<i64>, isize, isize)) {
+    for (k, &(v, i)) in pairs.iter().enumerate() {
+        *values.0.at(values.1 + k as isize * values.2) = v;
+        *indices.0.at(indices.1 + k as isize * indices.2) = i;
+    }
+}
+
+/// `sort`: (values, indices) along `dim`. Always stable: equal values keep their order.
+pub fn sort(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    let (xs, d) = along(x, dim)?;
+    let values = Tensor::uninit(xs.shape(), xs.dtype());
+    let indices = Tensor::uninit(xs.shape(), DType::I64);
+    let rows = Rows::new([&xs, &values, &indices], d);
+    let n = xs.shape()[d];
+    let whole = rows.count() == 1;
+    with_dtype!(xs.dtype(), T, {
+        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
+        let [sx, sv, si] = rows.steps;
+        rows.for_each(n * 8, |_, [bx, bv, bi]| unsafe {
+            let mut pairs = read_pairs(px, bx, sx, n);
+            sort_pairs(&mut pairs, pair_order::<T>(descending), whole);
+            write_pairs(&pairs, (pv, bv, sv), (pi, bi, si));
+        });
+    });
+    Ok((values.reshape(&shape_i64(x.shape()))?, indices.reshape(&shape_i64(x.shape()))?))
+}
+
+fn shape_i64(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&s| s as i64).collect()
+}
+
+/// `topk`: the `k` largest (or smallest) along `dim`. Selects first, so only `k` elements are
+/// sorted; ties come out in their original order.
+pub fn topk(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+    let (xs, d) = along(x, dim)?;
+    let n = xs.shape()[d];
+    if k < 0 || k as usize > n {
+        bail!(Runtime, "selected index k out of range: k = {k} but dimension {d} has size {n}");
+    }
+    let k = k as usize;
+    let values = Tensor::uninit(&resized(&xs, d, k), xs.dtype());
+    let indices = Tensor::uninit(values.shape(), DType::I64);
+    let rows = Rows::new([&xs, &values, &indices], d);
+    with_dtype!(xs.dtype(), T, {
+        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
+        let [sx, sv, si] = rows.steps;
+        let order = pair_order::<T>(largest);
+        rows.for_each(n * 2, |_, [bx, bv, bi]| unsafe {
+            let mut pairs = read_pairs(px, bx, sx, n);
+            if k > 0 && k < n {
+                pairs.select_nth_unstable_by(k - 1, order);
+            }
+            pairs.truncate(k);
+            if sorted {
+                pairs.sort_unstable_by(order);
+            }
+            write_pairs(&pairs, (pv, bv, sv), (pi, bi, si));
+        });
+    });
+    let shape = if x.ndim() == 0 { vec![] } else { shape_i64(values.shape()) };
+    Ok((values.reshape(&shape)?, indices.reshape(&shape)?))
+}
+
+/// The element at ascending position `pick(n, nan_count)` of every row, and its index: the
+/// shared kernel of kthvalue, median and nanmedian.
+fn order_statistic(
+    name: &str,
+    x: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    pick: impl Fn(usize, usize) -> usize + Sync,
+) -> Result<(Tensor, Tensor)> {
+    let (xs, d) = along(x, dim)?;
+    let n = xs.shape()[d];
+    if n == 0 {
+        bail!(Index, "{name}(): Expected reduction dim {d} to have non-zero size.");
+    }
+    let values = Tensor::uninit(&resized(&xs, d, 1), xs.dtype());
+    let indices = Tensor::uninit(values.shape(), DType::I64);
+    let rows = Rows::new([&xs, &values, &indices], d);
+    with_dtype!(xs.dtype(), T, {
+        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
+        let sx = rows.steps[0];
+        rows.for_each(n * 2, |_, [bx, bv, bi]| unsafe {
+            let mut pairs = read_pairs(px, bx, sx, n);
+            let nans = pairs.iter().filter(|p| is_nan(&p.0)).count();
+            let at = pick(n, nans);
+            let (v, i) = *pairs.select_nth_unstable_by(at, asc_pair::<T>).1;
+            *pv.at(bv) = v;
+            *pi.at(bi) = i;
+        });
+    });
+    Ok((finish(values, x, d, keepdim)?, finish(indices, x, d, keepdim)?))
+}
+
+/// `kthvalue`: the `k`-th smallest (1-based) along `dim`.
+pub fn kthvalue(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let (xs, d) = along(x, dim)?;
+    let n = xs.shape()[d] as i64;
+    if k < 1 || k > n {
+        bail!(Runtime, "kthvalue(): selected number k out of range for dimension {d}: k = {k} but the dimension has size {n}");
+    }
+    order_statistic("kthvalue", x, dim, keepdim, |_, _| k as usize - 1)
+}
+
+/// `median` (lower median; NaN if the row holds one) or, with `ignore_nan`, `nanmedian` (the
+/// lower median of the non-NaN values; NaN only when all are NaN).
+pub fn median(x: &Tensor, dim: i64, keepdim: bool, ignore_nan: bool) -> Result<(Tensor, Tensor)> {
+    let name = if ignore_nan { "nanmedian" } else { "median" };
+    order_statistic(name, x, dim, keepdim, move |n, nans| match (ignore_nan, nans) {
+        // NaNs sort last, so position n - nans is the first NaN.
+        (false, 0) => (n - 1) / 2,
+        (false, _) => n - nans,
+        (true, _) => (n - nans).saturating_sub(1) / 2,
+    })
+}
+
+/// `mode`: the most frequent value along `dim` (the smallest on ties) and the index of its last
+/// occurrence.
+pub fn mode(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let (xs, d) = along(x, dim)?;
+    let n = xs.shape()[d];
+    if n == 0 {
+        bail!(Index, "mode(): Expected reduction dim {d} to have non-zero size.");
+    }
+    let values = Tensor::uninit(&resized(&xs, d, 1), xs.dtype());
+    let indices = Tensor::uninit(values.shape(), DType::I64);
+    let rows = Rows::new([&xs, &values, &indices], d);
+    with_dtype!(xs.dtype(), T, {
+        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
+        let sx = rows.steps[0];
+        rows.for_each(n * 8, |_, [bx, bv, bi]| unsafe {
+            let mut pairs = read_pairs(px, bx, sx, n);
+            pairs.sort_unstable_by(asc_pair::<T>);
+            let (v, i) = most_frequent(&pairs);
+            *pv.at(bv) = v;
+            *pi.at(bi) = i;
+        });
+    });
+    Ok((finish(values, x, d, keepdim)?, finish(indices, x, d, keepdim)?))
+}
+
+/// In pairs sorted ascending: the value of the longest run of equals (the first, so smallest, on
+/// ties) and the last original index inside that run.
+fn most_frequent<T: Element>(sorted: &[(T, i64)]) -> (T, i64) {
+    let (mut best, mut best_len) = (sorted[0], 0);
+    let mut start = 0;
+    for end in 1..=sorted.len() {
+        if end == sorted.len() || cmp_asc(&sorted[end].0, &sorted[start].0) != Ordering::Equal {
+            if end - start > best_len {
+                best_len = end - start;
+                best = sorted[end - 1];
+            }
+            start = end;
+        }
+    }
+    best
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Interpolation {
+    Linear,
+    Lower,
+    Higher,
+    Midpoint,
+    Nearest,
+}
+
+impl Interpolation {
+    pub fn from_name(name: &str) -> Result<Interpolation> {
+        Ok(match name {
+            "linear" => Interpolation::Linear,
+            "lower" => Interpolation::Lower,
+            "higher" => Interpolation::Higher,
+            "midpoint" => Interpolation::Midpoint,
+            "nearest" => Interpolation::Nearest,
+            _ => bail!(Value, "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. Got {name}"),
+        })
+    }
+
+    /// The `q`-quantile of `m` ascending values.
+    fn at<T: Element>(self, sorted: &[T], q: f64) -> f64 {
+        let rank = q * (sorted.len() - 1) as f64;
+        let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+        let (a, b) = (sorted[lo].to_f64(), sorted[hi].to_f64());
+        match self {
+            Interpolation::Linear => lerp(a, b, rank - lo as f64),
+            Interpolation::Lower => a,
+            Interpolation::Higher => b,
+            Interpolation::Midpoint => lerp(a, b, 0.5),
+            Interpolation::Nearest => sorted[rank.round_ties_even() as usize].to_f64(),
+        }
+    }
+}
+
+/// PyTorch's lerp: exact at both ends.
+fn lerp(a: f64, b: f64, w: f64) -> f64 {
+    if w < 0.5 {
+        a + w * (b - a)
+    } else {
+        b - (b - a) * (1.0 - w)
+    }
+}
+
+/// `quantile`/`nanquantile` of float rows along `dim` (all elements when `dim` is None). The
+/// result has a leading dim of `q.len()` unless `q_is_scalar`.
+pub fn quantile(
+    x: &Tensor,
+    q: &[f64],
+    q_is_scalar: bool,
+    dim: Option<i64>,
+    keepdim: bool,
+    interpolation: Interpolation,
+    ignore_nan: bool,
+) -> Result<Tensor> {
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        bail!(Runtime, "quantile() input tensor must be either float or double dtype, but got {}", x.dtype());
+    }
+    if x.numel() == 0 {
+        bail!(Runtime, "quantile() input tensor must be non-empty");
+    }
+    if q.iter().any(|q| !(0.0..=1.0).contains(q)) {
+        bail!(Runtime, "quantile() q values must be in the range [0, 1], but got {q:?}");
+    }
+    let (xs, d) = match dim {
+        Some(dim) => along(x, dim)?,
+        None => (x.reshape(&[-1])?, 0),
+    };
+    let n = xs.shape()[d];
+    let kept = Tensor::uninit(&resized(&xs, d, 1), xs.dtype());
+    let rows = Rows::new([&xs, &kept], d);
+    let count = rows.count();
+    let out = Tensor::uninit(&[q.len(), count], xs.dtype());
+    with_dtype!(xs.dtype(), T, {
+        let (px, po) = (Ptr(xs.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+        let sx = rows.steps[0];
+        rows.for_each(n * 8, |row, [bx, _]| unsafe {
+            let mut vals: Vec<T> = (0..n).map(|k| *px.at(bx + k as isize * sx)).collect();
+            vals.sort_unstable_by(cmp_asc);
+            let nans = vals.iter().rev().take_while(|v| is_nan(*v)).count();
+            let usable = if ignore_nan { &vals[..n - nans] } else { &vals[..] };
+            for (j, &qj) in q.iter().enumerate() {
+                let r = if usable.is_empty() || (!ignore_nan && nans > 0) { f64::NAN } else { interpolation.at(usable, qj) };
+                *po.at((j * count + row) as isize) = T::from_f64(r);
+            }
+        });
+    });
+    let mut shape: Vec<i64> = if q_is_scalar { vec![] } else { vec![q.len() as i64] };
+    let reduced = match (dim, keepdim) {
+        (None, true) => vec![1; x.ndim()],
+        (None, false) => vec![],
+        (Some(_), _) => shape_i64(finish(kept, x, d, keepdim)?.shape()),
+    };
+    shape.extend(reduced);
+    out.reshape(&shape)
+}
+
+/// Groups of equal keys `0..n`: sorted first unless `consecutive`. Returns the first key of each
+/// group, each key's group (the inverse) and the group sizes.
+fn group_keys(
+    n: usize,
+    consecutive: bool,
+    cmp: impl Fn(usize, usize) -> Ordering + Sync,
+    eq: impl Fn(usize, usize) -> bool,
+) -> (Vec<usize>, Vec<i64>, Vec<i64>) {
+    let mut order: Vec<usize> = (0..n).collect();
+    if !consecutive {
+        let by = |a: &usize, b: &usize| cmp(*a, *b).then(a.cmp(b));
+        if n >= 2 * GRAIN {
+            pool().install(|| order.par_sort_unstable_by(by));
+        } else {
+            order.sort_unstable_by(by);
+        }
+    }
+    let (mut firsts, mut inverse, mut counts) = (vec![], vec![0i64; n], vec![]);
+    for (pos, &key) in order.iter().enumerate() {
+        if pos == 0 || !eq(order[pos - 1], key) {
+            firsts.push(key);
+            counts.push(0);
+        }
+        inverse[key] = firsts.len() as i64 - 1;
+        *counts.last_mut().unwrap() += 1;
+    }
+    (firsts, inverse, counts)
+}
+
+/// `unique` (sorted) or, with `consecutive`, `unique_consecutive`, of the elements or (with `dim`)
+/// of the slices along `dim`. Returns (values, inverse, counts). NaNs never equal each other,
+/// so each stays its own value, as in PyTorch.
+pub fn unique(x: &Tensor, dim: Option<i64>, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    let Some(dim) = dim else {
+        let flat = x.reshape(&[-1])?;
+        let (values, inverse, counts) = unique_slices(&flat, 0, consecutive)?;
+        return Ok((values, inverse.reshape(&shape_i64(x.shape()))?, counts));
+    };
+    if x.ndim() == 0 {
+        bail!(Index, "Dimension out of range (expected to be in range of [-1, 0], but got {dim}): unique() with dim needs a tensor with at least one dimension");
+    }
+    unique_slices(x, x.wrap_dim(dim)?, consecutive)
+}
+
+fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    // Slices along `d` become contiguous rows of `m` elements.
+    let moved = x.transpose(0, d as i64)?.contiguous();
+    let n = x.shape()[d];
+    let m = if n == 0 { 0 } else { moved.numel() / n };
+    let (firsts, inverse, counts) = with_dtype!(x.dtype(), T, {
+        let p = Ptr(moved.data_ptr::<T>());
+        // An empty slice must not come from the (possibly dangling) pointer of an empty buffer.
+        let row = |i: usize| if m == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p.at((i * m) as isize) as *const T, m) } };
+        let cmp = |a: usize, b: usize| row(a).iter().zip(row(b)).map(|(u, v)| cmp_asc(u, v)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal);
+        group_keys(n, consecutive, cmp, |a, b| row(a) == row(b))
+    });
+    let mut shape = moved.shape().to_vec();
+    shape[0] = firsts.len();
+    let values = Tensor::uninit(&shape, x.dtype());
+    let size = m * x.dtype().size();
+    for (g, &first) in firsts.iter().enumerate().filter(|_| size > 0) {
+        unsafe { std::ptr::copy_nonoverlapping(moved.byte_ptr().add(first * size), values.byte_ptr().add(g * size), size) };
+    }
+    let ng = firsts.len();
+    Ok((values.transpose(0, d as i64)?.contiguous(), Tensor::from_vec(inverse, &[n])?, Tensor::from_vec(counts, &[ng])?))
+}
+
+/// `searchsorted`: for each value of `x`, its insertion point in the matching row of `seq` (1-d,
+/// or N-d with `x`'s leading dims), searched through `sorter` when given. Values compare in the
+/// promoted dtype.
+pub fn searchsorted(seq: &Tensor, x: &Tensor, right: bool, sorter: Option<&Tensor>, out_int32: bool) -> Result<Tensor> {
+    let fits = seq.ndim() == 1 || (seq.ndim() == x.ndim() && seq.shape()[..seq.ndim() - 1] == x.shape()[..x.ndim() - 1]);
+    if seq.ndim() == 0 || !fits {
+        bail!(Runtime, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}", seq.shape(), x.shape());
+    }
+    let n = *seq.shape().last().unwrap();
+    let sorter = sorter.map(|s| checked_sorter(s, seq, n)).transpose()?;
+    let common = DType::promote(seq.dtype(), x.dtype());
+    let (seq, xs) = (seq.to_dtype(common).contiguous(), x.to_dtype(common).contiguous());
+    let per_row = if seq.ndim() == 1 { xs.numel() } else { *xs.shape().last().unwrap() };
+    let out = Tensor::uninit(x.shape(), if out_int32 { DType::I32 } else { DType::I64 });
+    with_dtype!(common, T, {
+        let (ps, px) = (Ptr(seq.data_ptr::<T>()), Ptr(xs.data_ptr::<T>()));
+        let order = sorter.as_ref().map(|s| Ptr(s.data_ptr::<i64>()));
+        let at = move |row: usize, i: usize| unsafe {
+            let j = order.map_or(i, |o| *o.at((row * n + i) as isize) as usize);
+            *ps.at((row * n + j) as isize)
+        };
+        let position = |e: usize| {
+            let row = e.checked_div(per_row).unwrap_or(0);
+            let v = unsafe { *px.at(e as isize) };
+            // The first position whose element is > v (right) or >= v (left).
+            let goes_after = |i: usize| match cmp_asc(&at(row, i), &v) {
+                Ordering::Less => true,
+                Ordering::Equal => right,
+                Ordering::Greater => false,
+            };
+            partition_point(n, goes_after)
+        };
+        write_positions(&out, position, out_int32);
+    });
+    Ok(out)
+}
+
+fn partition_point(n: usize, goes_after: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if goes_after(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+fn write_positions(out: &Tensor, position: impl Fn(usize) -> usize + Sync, int32: bool) {
+    let (p64, p32) = if int32 { (None, Some(Ptr(out.data_ptr::<i32>()))) } else { (Some(Ptr(out.data_ptr::<i64>())), None) };
+    for_range(out.numel(), GRAIN / 16, |s, e| {
+        for k in s..e {
+            let v = position(k);
+            unsafe {
+                match (p64, p32) {
+                    (Some(p), _) => *p.at(k as isize) = v as i64,
+                    (_, Some(p)) => *p.at(k as isize) = v as i32,
+                    _ => unreachable!(),
+                }
+            }
+        }
+    });
+}
+
+/// A contiguous int64 copy of `sorter`, checked to be a valid index into each row of `seq`.
+fn checked_sorter(sorter: &Tensor, seq: &Tensor, n: usize) -> Result<Tensor> {
+    if sorter.dtype() != DType::I64 {
+        bail!(Runtime, "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype {}", sorter.dtype());
+    }
+    if sorter.shape() != seq.shape() {
+        bail!(Runtime, "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor {:?} and got sorter tensor {:?}", seq.shape(), sorter.shape());
+    }
+    let s = sorter.contiguous();
+    if s.to_vec::<i64>()?.iter().any(|&i| i < 0 || i as usize >= n) {
+        bail!(Runtime, "torch.searchsorted(): sorter index out of range");
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    #[test]
+    fn nan_sorts_last_and_equals_itself() {
+        let mut v = vec![3.0, f64::NAN, -1.0, f64::INFINITY, f64::NAN, 0.0];
+        v.sort_by(cmp_asc);
+        assert_eq!(&v[..4], &[-1.0, 0.0, 3.0, f64::INFINITY]);
+        assert!(v[4].is_nan() && v[5].is_nan());
+        assert_eq!(cmp_asc(&f32::NAN, &f32::NAN), Ordering::Equal);
+        assert_eq!(cmp_asc(&f16::NAN, &f16::INFINITY), Ordering::Greater);
+        assert_eq!(cmp_asc(&bf16::from_f32(1.0), &bf16::NAN), Ordering::Less);
+        assert_eq!(cmp_asc(&true, &false), Ordering::Greater);
+    }
+
+    #[test]
+    fn pairs_break_ties_by_index() {
+        let a = (1.0f32, 0i64);
+        let b = (1.0f32, 1i64);
+        assert_eq!(asc_pair(&a, &b), Ordering::Less);
+        assert_eq!(desc_pair(&a, &b), Ordering::Less);
+        assert_eq!(desc_pair(&(2.0f32, 5), &a), Ordering::Less);
+        assert_eq!(desc_pair(&(f32::NAN, 5), &(f32::INFINITY, 0)), Ordering::Less);
+    }
+
+    #[test]
+    fn mode_prefers_the_smallest_of_equally_frequent_values() {
+        let mut p = vec![(3, 0i64), (1, 1), (3, 2), (1, 3), (2, 4)];
+        p.sort_unstable_by(asc_pair::<i32>);
+        assert_eq!(most_frequent(&p), (1, 3));
+    }
+
+    #[test]
+    fn quantile_interpolations() {
+        let v = [1.0f64, 2.0, 4.0, 8.0];
+        assert_eq!(Interpolation::Linear.at(&v, 0.5), 3.0);
+        assert_eq!(Interpolation::Lower.at(&v, 0.5), 2.0);
+        assert_eq!(Interpolation::Higher.at(&v, 0.5), 4.0);
+        assert_eq!(Interpolation::Midpoint.at(&v, 0.4), 3.0);
+        assert_eq!(Interpolation::Nearest.at(&v, 0.5), 4.0); // rank 1.5 rounds to even 2
+        assert!(Interpolation::from_name("cubic").is_err());
+    }
+
+    #[test]
+    fn sort_and_searchsorted_rows() {
+        let x = Tensor::from_vec(vec![3.0f32, 1.0, 2.0, 0.0, 5.0, 4.0], &[2, 3]).unwrap();
+        let (v, i) = sort(&x, 1, false).unwrap();
+        assert_eq!(v.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 0.0, 4.0, 5.0]);
+        assert_eq!(i.to_vec::<i64>().unwrap(), vec![1, 2, 0, 0, 2, 1]);
+        let seq = Tensor::from_vec(vec![1i64, 2, 2, 3], &[4]).unwrap();
+        let q = Tensor::from_vec(vec![2i64, 0, 9], &[3]).unwrap();
+        assert_eq!(searchsorted(&seq, &q, false, None, false).unwrap().to_vec::<i64>().unwrap(), vec![1, 0, 4]);
+        assert_eq!(searchsorted(&seq, &q, true, None, false).unwrap().to_vec::<i64>().unwrap(), vec![3, 0, 4]);
+    }
+}
