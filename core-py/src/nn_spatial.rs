@@ -5,8 +5,8 @@ use crate::convert::scalar;
 use crate::errors::IntoPyResult;
 use crate::tensor::PyTensor;
 use ember_core::ops::binary::Scalar;
-use ember_core::ops::conv::{self, ConvPadding};
-use ember_core::ops::pad::{self, PadMode};
+use ember_core::ops::conv::{self as conv_ops, ConvPadding};
+use ember_core::ops::pad::{self as pad_ops, PadMode};
 use ember_core::ops::pool::{self, WindowArgs};
 use ember_core::ops::resize::{self, Mode};
 use ember_core::Tensor;
@@ -55,7 +55,7 @@ fn conv(
         PaddingArg::Same => ConvPadding::Same,
         PaddingArg::Valid => ConvPadding::Valid,
     };
-    Ok(wrap(py.detach(|| conv::conv(&x, &w, b.as_ref(), &stride, pad, &dilation, groups, dims)).py()?))
+    Ok(wrap(py.detach(|| conv_ops::conv(&x, &w, b.as_ref(), &stride, pad, &dilation, groups, dims)).py()?))
 }
 
 #[pyfunction]
@@ -66,7 +66,7 @@ fn conv_transpose(
     padding: Vec<i64>, output_padding: Vec<i64>, groups: i64, dilation: Vec<i64>, dims: usize,
 ) -> PyResult<PyTensor> {
     let (x, w, b) = (input.t.clone(), weight.t.clone(), bias.map(|b| b.t.clone()));
-    Ok(wrap(py.detach(|| conv::conv_transpose(&x, &w, b.as_ref(), &stride, &padding, &output_padding, groups, &dilation, dims)).py()?))
+    Ok(wrap(py.detach(|| conv_ops::conv_transpose(&x, &w, b.as_ref(), &stride, &padding, &output_padding, groups, &dilation, dims)).py()?))
 }
 
 /// (values, indices) of `max_pool{dims}d`.
@@ -134,7 +134,7 @@ fn pad(py: Python<'_>, input: &PyTensor, pad: Vec<i64>, mode: &str, value: &Boun
         _ => return Err(PyRuntimeError::new_err(format!("Unrecognised padding mode {mode}"))),
     };
     let x = input.t.clone();
-    Ok(wrap(py.detach(|| pad::pad(&x, &pad, mode)).py()?))
+    Ok(wrap(py.detach(|| pad_ops::pad(&x, &pad, mode)).py()?))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -146,16 +146,31 @@ unsafe fn col2im<T: Element + std::ops::AddAssign>(cols: *const T, g: &Geom, cha
     }
 }
 
-/// `dst (m×n, row stride dst_rs) = [dst +] a (m×k) · b (k×n)` for f32/f64 with any strides.
+/// `dst (m×n, row stride dst_rs) = [dst +] a (m×k) · b (k×n)` for f32/f64 with any strides;
+/// `threads` > 1 splits the product over the pool.
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm<T: Element>(
+    mnk: (usize, usize, usize),
+    dst: *mut T, dst_rs: usize,
+    a: *const T, a_strides: (isize, isize),
+    b: *const T, b_rs: usize,
+    accumulate: bool, threads: usize,
+) {
+    if threads <= 1 {
+        return gemm_with(mnk, dst, dst_rs, a, a_strides, b, b_rs, accumulate, gemm::Parallelism::None);
+    }
+    let (d, pa, pb) = (Ptr(dst), Ptr(a as *mut T), Ptr(b as *mut T));
+    pool().install(move || gemm_with(mnk, d.at(0), dst_rs, pa.at(0), a_strides, pb.at(0), b_rs, accumulate, gemm::Parallelism::Rayon(threads)))
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_with<T: Element>(
     (m, n, k): (usize, usize, usize),
     dst: *mut T, dst_rs: usize,
     a: *const T, (a_rs, a_cs): (isize, isize),
     b: *const T, b_rs: usize,
-    accumulate: bool, threads: usize,
+    accumulate: bool, par: gemm::Parallelism,
 ) {
-    let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
     macro_rules! call {
         ($t:ty) => {
             gemm::gemm::<$t>(m, n, k, dst as *mut $t, 1, dst_rs as isize, accumulate, a as *const $t, a_cs, a_rs,
@@ -274,7 +289,7 @@ fn prepare(op: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, gro
     }
     let (in_channels, out_channels) = if transposed { (w0, w1 * g) } else { (w1 * g, w0) };
     if input.shape()[1] != in_channels {
-        let prefix = if transposed { "Given transposed=1, weight" } else { "Given groups={g}, weight" }.replace("{g}", &g.to_string());
+        let prefix = if transposed { "Given transposed=1, weight".to_string() } else { format!("Given groups={g}, weight") };
         bail!(Runtime, "{prefix} of size {:?}, expected input{:?} to have {in_channels} channels, but got {} channels instead", weight.shape(), input.shape(), input.shape()[1]);
     }
     if let Some(b) = bias.filter(|b| b.ndim() != 1 || b.numel() != out_channels) {
@@ -395,7 +410,7 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
         });
     } else {
         let mut cols = Vec::new();
-        pool().install(|| (0..tasks).for_each(|t| task(t, &mut cols, threads)));
+        (0..tasks).for_each(|t| task(t, &mut cols, threads));
     }
 }
 
@@ -405,7 +420,7 @@ unsafe fn im2col_split<T: Element>(src: *const T, g: &Geom, channels: usize, row
         return im2col(src, g, 0..channels, rows, cols);
     }
     let (s, c) = (Ptr(src as *mut T), Ptr(cols));
-    for_range(channels, 1, |c0, c1| im2col(s.0, g, c0..c1, rows.clone(), c.0));
+    for_range(channels, 1, |c0, c1| im2col(s.at(0), g, c0..c1, rows.clone(), c.at(0)));
 }
 
 /// `torch.nn.functional.conv_transpose{1,2,3}d`: input `[N, C, *spatial]` (or without `N`),
@@ -487,7 +502,7 @@ fn conv_transpose_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &
         });
     } else {
         let mut cols = Vec::new();
-        pool().install(|| (0..batch * groups).for_each(|t| task(t, &mut cols, threads)));
+        (0..batch * groups).for_each(|t| task(t, &mut cols, threads));
     }
 }
 
@@ -497,7 +512,7 @@ unsafe fn col2im_split<T: Element + std::ops::AddAssign>(cols: *const T, g: &Geo
         return col2im(cols, g, 0..channels, rows, dst);
     }
     let (c, d) = (Ptr(cols as *mut T), Ptr(dst));
-    for_range(channels, 1, |c0, c1| col2im(c.0, g, c0..c1, rows.clone(), d.0));
+    for_range(channels, 1, |c0, c1| col2im(c.at(0), g, c0..c1, rows.clone(), d.at(0)));
 }
 
 #[cfg(test)]

@@ -234,7 +234,7 @@ fn mean_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, ax
             for (od, td) in ad.taps.iter().enumerate() {
                 for (oh, th) in ah.taps.iter().enumerate() {
                     for (ow, tw) in aw.taps.iter().enumerate() {
-                        let mut sum = T::zero();
+                        let mut sum = <T as Element>::zero();
                         for &d in td {
                             for &h in th {
                                 let row = src.add((d * ih + h) * iw);
@@ -249,7 +249,7 @@ fn mean_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, ax
                             Divisor::Padded => ad.padded[od] * ah.padded[oh] * aw.padded[ow],
                             Divisor::Fixed(n) => n,
                         };
-                        *o.at(k as isize) = if count == 0 { T::zero() } else { sum / T::from_f64(by as f64) };
+                        *o.at(k as isize) = if count == 0 { <T as Element>::zero() } else { sum / T::from_f64(by as f64) };
                         k += 1;
                     }
                 }

@@ -152,11 +152,18 @@ fn cubic_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_cor
     taps
 }
 
+fn triangle(x: f64) -> f64 {
+    (1.0 - x.abs()).max(0.0)
+}
+
+fn pil_cubic(x: f64) -> f64 {
+    cubic_weight(x, -0.5)
+}
+
 /// PIL's antialiased resampling: the filter is stretched by the downscale factor so every input
 /// pixel contributes, and each output's weights are normalised to sum to one.
 fn antialias_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool, cubic: bool) -> Taps {
-    let (support, filter): (f64, fn(f64) -> f64) =
-        if cubic { (2.0, |x| cubic_weight(x, -0.5)) } else { (1.0, |x| (1.0 - x.abs()).max(0.0)) };
+    let (support, filter): (f64, fn(f64) -> f64) = if cubic { (2.0, pil_cubic) } else { (1.0, triangle) };
     let s = pixel_scale::<F>(n_in, n_out, align_corners, scale).to_f64().unwrap();
     let stretch = s.max(1.0);
     let support = support * stretch;
