@@ -319,6 +319,6 @@ def pad(input, pad, mode="constant", value=None):
     pads = _ints(pad, "pad", "pad")
     if mode != "constant" and value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
-    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Number)):
+    if value is not None and not isinstance(value, numbers.Number):
         raise TypeError(f"pad(): argument 'value' must be a number, not {type(value).__name__}")
     return _C.pad(input, pads, mode, 0 if value is None else value)

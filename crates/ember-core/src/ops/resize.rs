@@ -90,12 +90,15 @@ fn source_coord<F: Float>(scale: F, j: usize, align_corners: bool, cubic: bool) 
 }
 
 /// Nearest: `floor(j·scale)`; nearest-exact: `floor((j + 0.5)·scale)`; in float32 like PyTorch.
+/// Nearest keeps PyTorch's exact shortcuts for equal and doubled sizes, whatever the scale.
 fn nearest_taps(n_in: usize, n_out: usize, scale: Option<f64>, exact: bool) -> Taps {
     let s: f32 = pixel_scale(n_in, n_out, false, scale);
     let mut taps = Taps::new(1);
     for j in 0..n_out {
-        let i = if n_out == n_in {
+        let i = if !exact && n_out == n_in {
             j
+        } else if !exact && n_out == 2 * n_in {
+            j / 2
         } else if exact {
             ((j as f32 + 0.5) * s).floor() as usize
         } else {
