@@ -17,6 +17,10 @@ use crate::tensor::Tensor;
 /// small enough to stay in the outer caches.
 const COLUMN_BUDGET: usize = 1 << 19;
 
+/// Multiply-adds per GEMM below which tasks run one per thread; larger GEMMs are split across
+/// all threads instead, which keeps each thread's share of the weights and output in cache.
+const SMALL_GEMM: usize = 1 << 20;
+
 /// How a convolution pads its input.
 #[derive(Clone, Copy, Debug)]
 pub enum ConvPadding<'a> {
@@ -391,7 +395,9 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
         let (col0, ncols) = (rows.start * g.output[2], rows.len() * g.output[2]);
         let src = x.at(((n * groups + grp) * cin * g.input_volume()) as isize);
         let dst = o.at(((n * groups + grp) * cout * l + col0) as isize);
-        fill_rows(dst, l, cout, ncols, bias.map(|b| b.at((grp * cout) as isize) as *const T));
+        if let Some(b) = bias {
+            fill_rows(dst, l, cout, ncols, Some(b.at((grp * cout) as isize) as *const T));
+        }
         let b = if g.is_pointwise() {
             src as *const T
         } else {
@@ -400,15 +406,17 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
             cols.as_ptr()
         };
         let a = w.at((grp * cout * k) as isize);
-        gemm((cout, ncols, k), dst, l, a, (k as isize, 1), b, if g.is_pointwise() { l } else { ncols }, true, threads);
+        gemm((cout, ncols, k), dst, l, a, (k as isize, 1), b, if g.is_pointwise() { l } else { ncols }, bias.is_some(), threads);
     };
     let tasks = batch * groups * tiles;
-    if batch * groups >= threads || tasks >= 4 * threads {
+    let per_task = cout * k * rows_per_tile * g.output[2];
+    if tasks > 1 && per_task < SMALL_GEMM {
         for_range(tasks, 1, |s, e| {
             let mut cols = Vec::new();
             (s..e).for_each(|t| task(t, &mut cols, 1));
         });
     } else {
+        let threads = if per_task < SMALL_GEMM { 1 } else { threads };
         let mut cols = Vec::new();
         (0..tasks).for_each(|t| task(t, &mut cols, threads));
     }
@@ -495,7 +503,7 @@ fn conv_transpose_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &
             col2im_split(cols.as_ptr(), g, cout, rows, dst, threads);
         }
     };
-    if batch * groups >= threads {
+    if batch * groups > 1 && m * cin * l < SMALL_GEMM {
         for_range(batch * groups, 1, |s, e| {
             let mut cols = Vec::new();
             (s..e).for_each(|t| task(t, &mut cols, 1));
