@@ -4,8 +4,8 @@
 //! A 1x1 stride-1 unpadded conv multiplies the weight by the input as it is. Other convs unfold
 //! the input (im2col) one tile of output rows at a time into a reused buffer, so the buffer stays
 //! bounded however large the image. Transposed convs multiply first and fold the columns back
-//! (col2im). Work is spread over (batch, group, tile) when there is enough of it; a lone large
-//! image instead runs each GEMM on all threads.
+//! (col2im). Small GEMMs (depthwise, tiny images) run one per thread over (batch, group, tile);
+//! large ones are each split across all threads.
 use super::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
