@@ -5,6 +5,7 @@ mod convert;
 mod dlpack;
 mod errors;
 mod index;
+mod nn_spatial;
 mod ops;
 mod sort;
 mod tensor;
@@ -26,5 +27,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     index::register(m)?;
     dlpack::register(m)?;
     sort::register(m)?;
+    nn_spatial::register(m)?;
     Ok(())
 }

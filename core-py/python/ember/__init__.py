@@ -87,3 +87,7 @@ class _DefaultGenerator:
 
 default_generator = _DefaultGenerator()
 __version__ = "0.1.0"
+from ember.nn._spatial import (  # noqa: E402,F401  (PyTorch's top-level aliases)
+    adaptive_avg_pool1d, avg_pool1d, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
+    conv_transpose3d, max_pool1d, max_pool2d, max_pool3d,
+)

@@ -101,3 +101,4 @@ def tanhshrink(input):
 def threshold(input, threshold, value, inplace=False):
     r = _ops.where(input > threshold, input, value)
     return input.copy_(r) if inplace else r
+from ember.nn._spatial import *  # noqa

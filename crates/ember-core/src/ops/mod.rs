@@ -1,12 +1,16 @@
 //! Op families, one file each.
 pub mod binary;
+pub mod conv;
 pub mod creation;
 pub mod index;
 pub mod join;
 pub mod map;
 pub mod math;
 pub mod matmul;
+pub mod pad;
+pub mod pool;
 pub mod random;
+pub mod resize;
 pub mod reduce;
 pub mod scan;
 pub mod sort;

@@ -1,0 +1,557 @@
+//! Convolution and transposed convolution over 1 to 3 spatial dims, lowered to the `gemm` crate.
+//!
+//! Every geometry is handled in three dims (D, H, W); 1-d and 2-d convolutions use leading 1s.
+//! A 1x1 stride-1 unpadded conv multiplies the weight by the input as it is. Other convs unfold
+//! the input (im2col) one tile of output rows at a time into a reused buffer, so the buffer stays
+//! bounded however large the image. Transposed convs multiply first and fold the columns back
+//! (col2im). Small GEMMs (depthwise, tiny images) run one per thread over (batch, group, tile);
+//! large ones are each split across all threads.
+use super::map::Ptr;
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::parallel::{for_range, pool};
+use crate::tensor::Tensor;
+
+/// Column-buffer budget per tile, in elements: large enough for GEMM to run at full speed,
+/// small enough to stay in the outer caches.
+const COLUMN_BUDGET: usize = 1 << 19;
+
+/// Multiply-adds per GEMM below which tasks run one per thread; larger GEMMs are split across
+/// all threads instead, which keeps each thread's share of the weights and output in cache.
+const SMALL_GEMM: usize = 1 << 20;
+
+/// How a convolution pads its input.
+#[derive(Clone, Copy, Debug)]
+pub enum ConvPadding<'a> {
+    /// The same padding on both sides of each spatial dim (one value per dim).
+    Explicit(&'a [i64]),
+    /// Output as large as the input (stride 1 only); an odd total puts the extra on the right.
+    Same,
+    /// No padding.
+    Valid,
+}
+
+/// One convolution's spatial geometry. `input` is what im2col reads and `output` what the GEMM
+/// produces; a transposed conv uses the same geometry the other way round.
+#[derive(Clone, Copy, Debug)]
+struct Geom {
+    input: [usize; 3],
+    output: [usize; 3],
+    kernel: [usize; 3],
+    stride: [usize; 3],
+    pad: [usize; 3],
+    dilation: [usize; 3],
+}
+
+impl Geom {
+    fn kernel_volume(&self) -> usize {
+        self.kernel.iter().product()
+    }
+    fn input_volume(&self) -> usize {
+        self.input.iter().product()
+    }
+    fn output_volume(&self) -> usize {
+        self.output.iter().product()
+    }
+    /// Output rows: every (d, h) pair; a row is `output[2]` long.
+    fn output_rows(&self) -> usize {
+        self.output[0] * self.output[1]
+    }
+    fn is_pointwise(&self) -> bool {
+        self.kernel == [1; 3] && self.stride == [1; 3] && self.pad == [0; 3]
+    }
+    /// Input position of output position `o` at kernel tap `k` along `dim` (may be outside).
+    fn source(&self, dim: usize, o: usize, k: usize) -> isize {
+        (o * self.stride[dim] + k * self.dilation[dim]) as isize - self.pad[dim] as isize
+    }
+    /// The outputs `lo..hi` along W whose input for tap `k` lies inside the image.
+    fn valid_w(&self, k: usize) -> (usize, usize) {
+        let (s, n) = (self.stride[2] as isize, self.input[2] as isize);
+        let off = (k * self.dilation[2]) as isize - self.pad[2] as isize;
+        let lo = if off < 0 { (-off + s - 1) / s } else { 0 };
+        let hi = if n - 1 - off < 0 { 0 } else { (n - 1 - off) / s + 1 };
+        let out = self.output[2] as isize;
+        (lo.min(out) as usize, hi.clamp(lo.min(out), out) as usize)
+    }
+}
+
+/// Unfolds channels `channels` of one image into rows `c·kvol + tap` of `cols`, for the output
+/// rows `rows` (each `output[2]` wide); taps that fall into the padding read as zero.
+unsafe fn im2col<T: Element>(src: *const T, g: &Geom, channels: std::ops::Range<usize>, rows: std::ops::Range<usize>, cols: *mut T) {
+    let width = g.output[2];
+    let ncols = rows.len() * width;
+    let [kd_n, kh_n, kw_n] = g.kernel;
+    for c in channels {
+        let plane = src.add(c * g.input_volume());
+        for kd in 0..kd_n {
+            for kh in 0..kh_n {
+                for kw in 0..kw_n {
+                    let r = ((c * kd_n + kd) * kh_n + kh) * kw_n + kw;
+                    let (lo, hi) = g.valid_w(kw);
+                    let w0 = g.source(2, 0, kw);
+                    for (t, row) in rows.clone().enumerate() {
+                        let dst = cols.add(r * ncols + t * width);
+                        let (id, ih) = (g.source(0, row / g.output[1], kd), g.source(1, row % g.output[1], kh));
+                        if id < 0 || id >= g.input[0] as isize || ih < 0 || ih >= g.input[1] as isize || lo >= hi {
+                            std::ptr::write_bytes(dst, 0, width);
+                            continue;
+                        }
+                        let line = plane.wrapping_offset((id * g.input[1] as isize + ih) * g.input[2] as isize + w0);
+                        std::ptr::write_bytes(dst, 0, lo);
+                        copy_strided(line, g.stride[2], dst, lo, hi);
+                        std::ptr::write_bytes(dst.add(hi), 0, width - hi);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `dst[o] = line[o·stride]` for `o` in `lo..hi`.
+#[inline(always)]
+unsafe fn copy_strided<T: Copy>(line: *const T, stride: usize, dst: *mut T, lo: usize, hi: usize) {
+    if stride == 1 {
+        std::ptr::copy_nonoverlapping(line.add(lo), dst.add(lo), hi - lo);
+    } else {
+        for o in lo..hi {
+            *dst.add(o) = *line.add(o * stride);
+        }
+    }
+}
+
+/// The inverse of `im2col`: adds every column entry back onto the image position it came from.
+unsafe fn col2im<T: Element + std::ops::AddAssign>(cols: *const T, g: &Geom, channels: std::ops::Range<usize>, rows: std::ops::Range<usize>, dst: *mut T) {
+    let width = g.output[2];
+    let ncols = rows.len() * width;
+    let [kd_n, kh_n, kw_n] = g.kernel;
+    for c in channels {
+        let plane = dst.add(c * g.input_volume());
+        for kd in 0..kd_n {
+            for kh in 0..kh_n {
+                for kw in 0..kw_n {
+                    let r = ((c * kd_n + kd) * kh_n + kh) * kw_n + kw;
+                    let (lo, hi) = g.valid_w(kw);
+                    let w0 = g.source(2, 0, kw);
+                    for (t, row) in rows.clone().enumerate() {
+                        let (id, ih) = (g.source(0, row / g.output[1], kd), g.source(1, row % g.output[1], kh));
+                        if id < 0 || id >= g.input[0] as isize || ih < 0 || ih >= g.input[1] as isize {
+                            continue;
+                        }
+                        let src = cols.add(r * ncols + t * width);
+                        let line = plane.wrapping_offset((id * g.input[1] as isize + ih) * g.input[2] as isize + w0);
+                        for o in lo..hi {
+                            *line.add(o * g.stride[2]) += *src.add(o);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `dst (m×n, row stride dst_rs) = [dst +] a (m×k) · b (k×n)` for f32/f64 with any strides;
+/// `threads` > 1 splits the product over the pool.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm<T: Element>(
+    mnk: (usize, usize, usize),
+    dst: *mut T, dst_rs: usize,
+    a: *const T, a_strides: (isize, isize),
+    b: *const T, b_rs: usize,
+    accumulate: bool, threads: usize,
+) {
+    if threads <= 1 {
+        return gemm_with(mnk, dst, dst_rs, a, a_strides, b, b_rs, accumulate, gemm::Parallelism::None);
+    }
+    let (d, pa, pb) = (Ptr(dst), Ptr(a as *mut T), Ptr(b as *mut T));
+    pool().install(move || gemm_with(mnk, d.at(0), dst_rs, pa.at(0), a_strides, pb.at(0), b_rs, accumulate, gemm::Parallelism::Rayon(threads)))
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_with<T: Element>(
+    (m, n, k): (usize, usize, usize),
+    dst: *mut T, dst_rs: usize,
+    a: *const T, (a_rs, a_cs): (isize, isize),
+    b: *const T, b_rs: usize,
+    accumulate: bool, par: gemm::Parallelism,
+) {
+    macro_rules! call {
+        ($t:ty) => {
+            gemm::gemm::<$t>(m, n, k, dst as *mut $t, 1, dst_rs as isize, accumulate, a as *const $t, a_cs, a_rs,
+                b as *const $t, 1, b_rs as isize, if accumulate { 1.0 } else { 0.0 }, 1.0, false, false, false, par)
+        };
+    }
+    match T::DTYPE {
+        DType::F32 => call!(f32),
+        DType::F64 => call!(f64),
+        other => unreachable!("conv computes in float32 or float64, not {other}"),
+    }
+}
+
+/// Sets `rows` rows of `len` elements (row stride `rs`) to `bias[r]`, or to zero without a bias.
+unsafe fn fill_rows<T: Element>(dst: *mut T, rs: usize, rows: usize, len: usize, bias: Option<*const T>) {
+    for r in 0..rows {
+        let v = bias.map_or(T::zero(), |b| *b.add(r));
+        std::slice::from_raw_parts_mut(dst.add(r * rs), len).fill(v);
+    }
+}
+
+/// The validated operands of one (transposed) convolution, in the dtype the kernel computes in.
+struct Operands {
+    input: Tensor,
+    weight: Tensor,
+    bias: Option<Tensor>,
+    batch: usize,
+    groups: usize,
+    unbatched: bool,
+    /// The caller's dtype, restored on the result.
+    dtype: DType,
+}
+
+/// f16 and bf16 compute in f32 (as PyTorch's CPU kernels do); f32 and f64 in themselves.
+pub(crate) fn compute_dtype(d: DType) -> DType {
+    if d == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+pub(crate) fn check_float(op: &str, t: &Tensor) -> Result<()> {
+    if !t.dtype().is_float() {
+        bail!(Runtime, "\"{op}\" not implemented for '{}'", t.dtype());
+    }
+    Ok(())
+}
+
+fn check_dtypes(op: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<()> {
+    check_float(op, input)?;
+    if weight.dtype() != input.dtype() {
+        bail!(Runtime, "Input type ({}) and weight type ({}) should be the same", input.dtype(), weight.dtype());
+    }
+    if let Some(b) = bias.filter(|b| b.dtype() != input.dtype()) {
+        bail!(Runtime, "Input type ({}) and bias type ({}) should be the same", input.dtype(), b.dtype());
+    }
+    Ok(())
+}
+
+/// A per-dim parameter given as one value or one per spatial dim, as `usize`s.
+fn per_dim(name: &str, values: &[i64], dims: usize) -> Result<Vec<i64>> {
+    match values.len() {
+        1 => Ok(vec![values[0]; dims]),
+        n if n == dims => Ok(values.to_vec()),
+        _ => bail!(Runtime, "expected {name} to be a single integer value or a list of {dims} values to match the convolution dimensions, but got {name}={values:?}"),
+    }
+}
+
+fn positive(name: &str, message: &str, values: &[i64], dims: usize) -> Result<Vec<usize>> {
+    let v = per_dim(name, values, dims)?;
+    if v.iter().any(|&x| x <= 0) {
+        bail!(Runtime, "{message}");
+    }
+    Ok(v.into_iter().map(|x| x as usize).collect())
+}
+
+fn non_negative(name: &str, message: &str, values: &[i64], dims: usize) -> Result<Vec<usize>> {
+    let v = per_dim(name, values, dims)?;
+    if v.iter().any(|&x| x < 0) {
+        bail!(Runtime, "{message}");
+    }
+    Ok(v.into_iter().map(|x| x as usize).collect())
+}
+
+/// Left-pads a per-dim list with `fill` up to three dims.
+fn to3(v: &[usize], fill: usize) -> [usize; 3] {
+    let mut out = [fill; 3];
+    out[3 - v.len()..].copy_from_slice(v);
+    out
+}
+
+fn dims_name(dims: usize) -> String {
+    ["conv1d", "conv2d", "conv3d"][dims - 1].to_string()
+}
+
+/// Checks ranks, groups and bias shared by both directions and brings the operands into the
+/// compute dtype, batched and contiguous (one copy at most).
+fn prepare(op: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: i64, dims: usize, transposed: bool) -> Result<Operands> {
+    check_dtypes(op, input, weight, bias)?;
+    if input.ndim() != dims + 1 && input.ndim() != dims + 2 {
+        bail!(Runtime, "Expected {}D (unbatched) or {}D (batched) input to {op}, but got input of size: {:?}", dims + 1, dims + 2, input.shape());
+    }
+    let unbatched = input.ndim() == dims + 1;
+    let input = if unbatched { input.unsqueeze(0)? } else { input.clone() };
+    if weight.ndim() != dims + 2 {
+        bail!(Runtime, "Expected {}-dimensional input for {}-dimensional weight {:?}, but got {}-dimensional input of size {:?} instead", weight.ndim(), weight.ndim(), weight.shape(), input.ndim(), input.shape());
+    }
+    if groups <= 0 {
+        bail!(Runtime, "non-positive groups is not supported");
+    }
+    let g = groups as usize;
+    let (w0, w1) = (weight.shape()[0], weight.shape()[1]);
+    if w0 % g != 0 {
+        bail!(Runtime, "Given groups={g}, expected weight to be divisible by {g} at dimension 0, but got weight of size {:?} instead", weight.shape());
+    }
+    let (in_channels, out_channels) = if transposed { (w0, w1 * g) } else { (w1 * g, w0) };
+    if input.shape()[1] != in_channels {
+        let prefix = if transposed { "Given transposed=1, weight".to_string() } else { format!("Given groups={g}, weight") };
+        bail!(Runtime, "{prefix} of size {:?}, expected input{:?} to have {in_channels} channels, but got {} channels instead", weight.shape(), input.shape(), input.shape()[1]);
+    }
+    if let Some(b) = bias.filter(|b| b.ndim() != 1 || b.numel() != out_channels) {
+        let prefix = if transposed { "Given transposed=1, weight" } else { "Given weight" };
+        bail!(Runtime, "{prefix} of size {:?}, expected bias to be 1-dimensional with {out_channels} elements, but got bias of size {:?} instead", weight.shape(), b.shape());
+    }
+    let c = compute_dtype(input.dtype());
+    Ok(Operands {
+        batch: input.shape()[0],
+        input: input.to_dtype(c).contiguous(),
+        weight: weight.to_dtype(c).contiguous(),
+        bias: bias.map(|b| b.to_dtype(c).contiguous()),
+        groups: g,
+        unbatched,
+        dtype: weight.dtype(),
+    })
+}
+
+fn finish(ops: &Operands, out: Tensor) -> Result<Tensor> {
+    let out = out.to_dtype(ops.dtype);
+    if ops.unbatched {
+        out.squeeze(Some(&[0]))
+    } else {
+        Ok(out)
+    }
+}
+
+/// `torch.nn.functional.conv{1,2,3}d` for `dims` spatial dims: input `[N, C, *spatial]` (or
+/// without `N`), weight `[out, C/groups, *kernel]`, optional bias `[out]`.
+pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: ConvPadding, dilation: &[i64], groups: i64, dims: usize) -> Result<Tensor> {
+    let op = dims_name(dims);
+    let ops = prepare(&op, input, weight, bias, groups, dims, false)?;
+    let stride = positive("stride", "non-positive stride is not supported", stride, dims)?;
+    let dilation = positive("dilation", "dilation should be greater than zero", dilation, dims)?;
+    let kernel = &ops.weight.shape()[2..];
+    let (pad_lo, pad_hi) = match padding {
+        ConvPadding::Explicit(p) => {
+            let p = non_negative("padding", "negative padding is not supported", p, dims)?;
+            (p.clone(), p)
+        }
+        ConvPadding::Valid => (vec![0; dims], vec![0; dims]),
+        ConvPadding::Same => {
+            if stride.iter().any(|&s| s != 1) {
+                bail!(Runtime, "padding='same' is not supported for strided convolutions");
+            }
+            let total: Vec<usize> = (0..dims).map(|i| dilation[i] * (kernel[i] - 1)).collect();
+            (total.iter().map(|t| t / 2).collect(), total.iter().map(|t| t - t / 2).collect())
+        }
+    };
+    let spatial = &ops.input.shape()[2..];
+    let padded: Vec<usize> = (0..dims).map(|i| spatial[i] + pad_lo[i] + pad_hi[i]).collect();
+    let effective: Vec<usize> = (0..dims).map(|i| dilation[i] * (kernel[i] - 1) + 1).collect();
+    if (0..dims).any(|i| padded[i] < effective[i]) {
+        let join = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" x ");
+        bail!(Runtime, "Calculated padded input size per channel: ({}). Kernel size: ({}). Kernel size can't be greater than actual input size", join(&padded), join(&effective));
+    }
+    let output: Vec<usize> = (0..dims).map(|i| (padded[i] - effective[i]) / stride[i] + 1).collect();
+    // An asymmetric 'same' pad adds its extra column on the right, past the last tap any output
+    // reads with symmetric padding, so only the left pad enters the geometry.
+    let geom = Geom {
+        input: to3(spatial, 1),
+        output: to3(&output, 1),
+        kernel: to3(kernel, 1),
+        stride: to3(&stride, 1),
+        pad: to3(&pad_lo, 0),
+        dilation: to3(&dilation, 1),
+    };
+    let out_channels = ops.weight.shape()[0];
+    let mut shape = vec![ops.batch, out_channels];
+    shape.extend(&output);
+    let out = Tensor::uninit(&shape, ops.input.dtype());
+    if out.numel() > 0 {
+        if ops.input.dtype() == DType::F64 {
+            conv_forward::<f64>(&ops, &geom, &out);
+        } else {
+            conv_forward::<f32>(&ops, &geom, &out);
+        }
+    }
+    finish(&ops, out)
+}
+
+/// Runs the forward GEMMs: out[n, group] = W[group] · columns(input[n, group]).
+fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out: &Tensor) {
+    let (groups, batch) = (ops.groups, ops.batch);
+    let cin = ops.input.shape()[1] / groups;
+    let cout = ops.weight.shape()[0] / groups;
+    let k = cin * g.kernel_volume();
+    let l = g.output_volume();
+    let rows_per_tile = if g.is_pointwise() { g.output_rows() } else { (COLUMN_BUDGET / (k * g.output[2]).max(1)).clamp(1, g.output_rows()) };
+    let tiles = g.output_rows().div_ceil(rows_per_tile);
+    let (x, w, o) = (Ptr(ops.input.data_ptr::<T>()), Ptr(ops.weight.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+    let bias = ops.bias.as_ref().map(|b| Ptr(b.data_ptr::<T>()));
+    let threads = pool().current_num_threads();
+    // One task: a tile of output rows of one (image, group); `threads` > 1 splits its GEMM.
+    let task = |t: usize, cols: &mut Vec<T>, threads: usize| unsafe {
+        let (tile, ng) = (t % tiles, t / tiles);
+        let (n, grp) = (ng / groups, ng % groups);
+        let rows = tile * rows_per_tile..((tile + 1) * rows_per_tile).min(g.output_rows());
+        let (col0, ncols) = (rows.start * g.output[2], rows.len() * g.output[2]);
+        let src = x.at(((n * groups + grp) * cin * g.input_volume()) as isize);
+        let dst = o.at(((n * groups + grp) * cout * l + col0) as isize);
+        if let Some(b) = bias {
+            fill_rows(dst, l, cout, ncols, Some(b.at((grp * cout) as isize) as *const T));
+        }
+        let b = if g.is_pointwise() {
+            src as *const T
+        } else {
+            cols.resize(k * ncols, T::zero());
+            im2col_split(src, g, cin, rows, cols.as_mut_ptr(), threads);
+            cols.as_ptr()
+        };
+        let a = w.at((grp * cout * k) as isize);
+        gemm((cout, ncols, k), dst, l, a, (k as isize, 1), b, if g.is_pointwise() { l } else { ncols }, bias.is_some(), threads);
+    };
+    let tasks = batch * groups * tiles;
+    let per_task = cout * k * rows_per_tile * g.output[2];
+    if tasks > 1 && per_task < SMALL_GEMM {
+        for_range(tasks, 1, |s, e| {
+            let mut cols = Vec::new();
+            (s..e).for_each(|t| task(t, &mut cols, 1));
+        });
+    } else {
+        let threads = if per_task < SMALL_GEMM { 1 } else { threads };
+        let mut cols = Vec::new();
+        (0..tasks).for_each(|t| task(t, &mut cols, threads));
+    }
+}
+
+/// `im2col` over all channels, split across threads by channel when `threads` > 1.
+unsafe fn im2col_split<T: Element>(src: *const T, g: &Geom, channels: usize, rows: std::ops::Range<usize>, cols: *mut T, threads: usize) {
+    if threads <= 1 {
+        return im2col(src, g, 0..channels, rows, cols);
+    }
+    let (s, c) = (Ptr(src as *mut T), Ptr(cols));
+    for_range(channels, 1, |c0, c1| im2col(s.at(0), g, c0..c1, rows.clone(), c.at(0)));
+}
+
+/// `torch.nn.functional.conv_transpose{1,2,3}d`: input `[N, C, *spatial]` (or without `N`),
+/// weight `[C, out/groups, *kernel]`, optional bias `[out]`.
+#[allow(clippy::too_many_arguments)]
+pub fn conv_transpose(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], output_padding: &[i64], groups: i64, dilation: &[i64], dims: usize) -> Result<Tensor> {
+    let op = format!("conv_transpose{dims}d");
+    let ops = prepare(&op, input, weight, bias, groups, dims, true)?;
+    let stride = positive("stride", "non-positive stride is not supported", stride, dims)?;
+    let dilation = positive("dilation", "dilation should be greater than zero", dilation, dims)?;
+    let padding = non_negative("padding", "negative padding is not supported", padding, dims)?;
+    let output_padding = non_negative("output_padding", "negative output_padding is not supported", output_padding, dims)?;
+    if (0..dims).any(|i| output_padding[i] >= stride[i] && output_padding[i] >= dilation[i]) {
+        bail!(Runtime, "output padding must be smaller than either stride or dilation, but got output_padding={output_padding:?}, stride={stride:?}, dilation={dilation:?}");
+    }
+    let kernel = &ops.weight.shape()[2..];
+    let spatial = &ops.input.shape()[2..];
+    let full: Vec<isize> = (0..dims)
+        .map(|i| ((spatial[i] as isize - 1) * stride[i] as isize) + (dilation[i] * (kernel[i] - 1) + output_padding[i] + 1) as isize - 2 * padding[i] as isize)
+        .collect();
+    if full.iter().any(|&o| o <= 0) {
+        bail!(Runtime, "Given input size per channel: {spatial:?}. Calculated output size per channel: {full:?}. Output size is too small");
+    }
+    let output: Vec<usize> = full.iter().map(|&o| o as usize).collect();
+    // The transposed conv's output is what the matching forward conv would read.
+    let geom = Geom {
+        input: to3(&output, 1),
+        output: to3(spatial, 1),
+        kernel: to3(kernel, 1),
+        stride: to3(&stride, 1),
+        pad: to3(&padding, 0),
+        dilation: to3(&dilation, 1),
+    };
+    let out_channels = ops.weight.shape()[1] * ops.groups;
+    let mut shape = vec![ops.batch, out_channels];
+    shape.extend(&output);
+    let out = Tensor::uninit(&shape, ops.input.dtype());
+    if out.numel() > 0 {
+        if ops.input.dtype() == DType::F64 {
+            conv_transpose_forward::<f64>(&ops, &geom, &out);
+        } else {
+            conv_transpose_forward::<f32>(&ops, &geom, &out);
+        }
+    }
+    finish(&ops, out)
+}
+
+/// columns = W[group]ᵀ · input[n, group], folded back onto out[n, group] one tile at a time.
+fn conv_transpose_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out: &Tensor) {
+    let (groups, batch) = (ops.groups, ops.batch);
+    let cin = ops.input.shape()[1] / groups;
+    let cout = ops.weight.shape()[1];
+    let m = cout * g.kernel_volume();
+    let l = g.output_volume();
+    let plane = g.input_volume();
+    let rows_per_tile = (COLUMN_BUDGET / (m * g.output[2]).max(1)).clamp(1, g.output_rows());
+    let (x, w, o) = (Ptr(ops.input.data_ptr::<T>()), Ptr(ops.weight.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+    let bias = ops.bias.as_ref().map(|b| Ptr(b.data_ptr::<T>()));
+    let threads = pool().current_num_threads();
+    // One task: a whole (image, group), since tiles fold onto overlapping outputs.
+    let task = |ng: usize, cols: &mut Vec<T>, threads: usize| unsafe {
+        let grp = ng % groups;
+        let src = x.at((ng * cin * l) as isize);
+        let dst = o.at((ng * cout * plane) as isize);
+        fill_rows(dst, plane, cout, plane, bias.map(|b| b.at((grp * cout) as isize) as *const T));
+        let a = w.at((grp * cin * m) as isize);
+        for start in (0..g.output_rows()).step_by(rows_per_tile) {
+            let rows = start..(start + rows_per_tile).min(g.output_rows());
+            let (col0, ncols) = (rows.start * g.output[2], rows.len() * g.output[2]);
+            cols.resize(m * ncols, T::zero());
+            gemm((m, ncols, cin), cols.as_mut_ptr(), ncols, a, (1, m as isize), src.add(col0), l, false, threads);
+            col2im_split(cols.as_ptr(), g, cout, rows, dst, threads);
+        }
+    };
+    if batch * groups > 1 && m * cin * l < SMALL_GEMM {
+        for_range(batch * groups, 1, |s, e| {
+            let mut cols = Vec::new();
+            (s..e).for_each(|t| task(t, &mut cols, 1));
+        });
+    } else {
+        let mut cols = Vec::new();
+        (0..batch * groups).for_each(|t| task(t, &mut cols, threads));
+    }
+}
+
+/// `col2im` over all channels, split across threads by channel (disjoint outputs) when asked.
+unsafe fn col2im_split<T: Element + std::ops::AddAssign>(cols: *const T, g: &Geom, channels: usize, rows: std::ops::Range<usize>, dst: *mut T, threads: usize) {
+    if threads <= 1 {
+        return col2im(cols, g, 0..channels, rows, dst);
+    }
+    let (c, d) = (Ptr(cols as *mut T), Ptr(dst));
+    for_range(channels, 1, |c0, c1| col2im(c.at(0), g, c0..c1, rows.clone(), d.at(0)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: Vec<f32>, s: &[usize]) -> Tensor {
+        Tensor::from_vec(v, s).unwrap()
+    }
+
+    #[test]
+    fn conv1d_matches_hand_computation() {
+        let x = t(vec![1., 2., 3., 4., 5.], &[1, 1, 5]);
+        let w = t(vec![1., 0., -1.], &[1, 1, 3]);
+        let y = conv(&x, &w, None, &[1], ConvPadding::Explicit(&[1]), &[1], 1, 1).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![-2., -2., -2., -2., 4.]);
+    }
+
+    #[test]
+    fn transpose_inverts_shapes() {
+        let x = t(vec![1.; 2 * 3 * 3], &[1, 2, 3, 3]);
+        let w = t(vec![1.; 2 * 4 * 9], &[2, 4, 3, 3]);
+        let y = conv_transpose(&x, &w, None, &[2], &[1], &[1], 1, &[1], 2).unwrap();
+        assert_eq!(y.shape(), &[1, 4, 6, 6]);
+    }
+
+    #[test]
+    fn same_padding_keeps_size() {
+        let x = t(vec![1.; 6], &[1, 1, 6]);
+        let w = t(vec![1.; 4], &[1, 1, 4]);
+        let y = conv(&x, &w, None, &[1], ConvPadding::Same, &[1], 1, 1).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![3., 4., 4., 4., 3., 2.]);
+    }
+}

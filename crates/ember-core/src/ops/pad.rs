@@ -1,0 +1,154 @@
+//! `pad`: constant, reflect, replicate and circular padding (negative pads crop).
+//!
+//! Each output position along a padded dim maps to one input position, or to "the fill value"
+//! in constant mode; the maps are built once per dim, then every output row gathers through
+//! them. Any input strides are read in place, so nothing is copied before the gather.
+use super::binary::Scalar;
+use super::map::Ptr;
+use crate::bail;
+use crate::dtype::Element;
+use crate::error::Result;
+use crate::parallel::{for_range, GRAIN};
+use crate::tensor::Tensor;
+use crate::with_dtype;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PadMode {
+    Constant(Scalar),
+    Reflect,
+    Replicate,
+    Circular,
+}
+
+impl PadMode {
+    fn name(&self) -> &'static str {
+        match self {
+            PadMode::Constant(_) => "constant",
+            PadMode::Reflect => "reflect",
+            PadMode::Replicate => "replicate",
+            PadMode::Circular => "circular",
+        }
+    }
+}
+
+/// The input position each output position reads along one dim; `None` is the fill value.
+fn position_map(n: usize, lo: i64, hi: i64, mode: PadMode) -> Vec<Option<usize>> {
+    let (n, out) = (n as i64, n as i64 + lo + hi);
+    (0..out)
+        .map(|o| {
+            let i = o - lo;
+            let mapped = match mode {
+                PadMode::Constant(_) => i,
+                PadMode::Reflect if i < 0 => -i,
+                PadMode::Reflect if i >= n => 2 * (n - 1) - i,
+                PadMode::Reflect => i,
+                PadMode::Replicate => i.clamp(0, n - 1),
+                PadMode::Circular => i.rem_euclid(n),
+            };
+            (0..n).contains(&mapped).then_some(mapped as usize)
+        })
+        .collect()
+}
+
+fn fmt_size(s: &[usize]) -> String {
+    format!("{s:?}")
+}
+
+/// Checks the rules that differ per mode and returns the (lo, hi) pad of every input dim.
+fn check(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Vec<(i64, i64)>> {
+    let ndim = input.ndim();
+    if pad.len() % 2 != 0 {
+        bail!(Runtime, "Padding length must be divisible by 2");
+    }
+    if pad.len() > 2 * ndim {
+        bail!(Runtime, "Padding length should be less than or equal to two times the input dimension but got padding length {} and input of dimension {ndim}", pad.len());
+    }
+    let k = pad.len() / 2;
+    let constant = matches!(mode, PadMode::Constant(_));
+    if !constant && (!(1..=3).contains(&k) || (ndim != k + 1 && ndim != k + 2)) {
+        bail!(NotImplemented, "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now (got {} padding of length {} for an input of size {})", mode.name(), pad.len(), fmt_size(input.shape()));
+    }
+    let mut pads = vec![(0i64, 0i64); ndim];
+    for j in 0..k {
+        let d = ndim - 1 - j;
+        let (lo, hi, n) = (pad[2 * j], pad[2 * j + 1], input.shape()[d] as i64);
+        match mode {
+            PadMode::Constant(_) if n + lo + hi < 0 => {
+                bail!(Runtime, "The input size {n}, plus negative padding {lo} and {hi} resulted in a negative output size, which is invalid. Check dimension {d} of your input.")
+            }
+            PadMode::Reflect if lo >= n || hi >= n => {
+                bail!(Runtime, "Argument #4: Padding size should be less than the corresponding input dimension, but got: padding ({lo}, {hi}) at dimension {d} of input {}", fmt_size(input.shape()))
+            }
+            PadMode::Circular if lo > n || hi > n => bail!(Runtime, "Padding value causes wrapping around more than once."),
+            PadMode::Reflect | PadMode::Replicate | PadMode::Circular if n == 0 || n + lo + hi <= 0 => {
+                bail!(Runtime, "{} padding: input of size {} is too small for padding ({lo}, {hi}) at dimension {d}; the output would be empty", mode.name(), fmt_size(input.shape()))
+            }
+            _ => {}
+        }
+        pads[d] = (lo, hi);
+    }
+    Ok(pads)
+}
+
+/// `torch.nn.functional.pad(input, pad, mode, value)`: `pad` lists (left, right) pairs from the
+/// last dim backwards.
+pub fn pad(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
+    let pads = check(input, pad, mode)?;
+    if input.ndim() == 0 {
+        return Ok(input.deep_clone());
+    }
+    let maps: Vec<Vec<Option<usize>>> = input.shape().iter().zip(&pads).map(|(&n, &(lo, hi))| position_map(n, lo, hi, mode)).collect();
+    let shape: Vec<usize> = maps.iter().map(|m| m.len()).collect();
+    let out = Tensor::uninit(&shape, input.dtype());
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let fill = match mode {
+        PadMode::Constant(v) => v,
+        _ => Scalar::Int(0),
+    };
+    with_dtype!(input.dtype(), T, gather::<T>(input, &maps, T::from_f64(fill.to_f64()), &out));
+    Ok(out)
+}
+
+/// Fills every row of `out` (all dims but the last) from the input through the position maps.
+fn gather<T: Element>(input: &Tensor, maps: &[Vec<Option<usize>>], fill: T, out: &Tensor) {
+    let ndim = maps.len();
+    let (last, outer) = maps.split_last().expect("pad works on at least one dim");
+    let width = last.len();
+    let rows: usize = outer.iter().map(|m| m.len()).product();
+    let strides = input.strides();
+    let inner_stride = strides[ndim - 1];
+    let (src, dst) = (Ptr(input.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+    let outer_shape: Vec<usize> = outer.iter().map(|m| m.len()).collect();
+    for_range(rows, (GRAIN / width).max(1), |s, e| unsafe {
+        for row in s..e {
+            let line = std::slice::from_raw_parts_mut(dst.at((row * width) as isize), width);
+            let idx = crate::strided::unravel(row, &outer_shape);
+            let offset: Option<isize> = idx.iter().enumerate().map(|(d, &i)| outer[d][i].map(|p| p as isize * strides[d])).sum();
+            match offset {
+                None => line.fill(fill),
+                Some(off) => {
+                    for (v, m) in line.iter_mut().zip(last) {
+                        *v = m.map_or(fill, |p| *src.at(off + p as isize * inner_stride));
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_follow_each_mode() {
+        let r = |m| position_map(3, 2, 2, m).into_iter().map(|p| p.map_or(-1, |p| p as i64)).collect::<Vec<_>>();
+        assert_eq!(r(PadMode::Reflect), vec![2, 1, 0, 1, 2, 1, 0]);
+        assert_eq!(r(PadMode::Replicate), vec![0, 0, 0, 1, 2, 2, 2]);
+        assert_eq!(r(PadMode::Circular), vec![1, 2, 0, 1, 2, 0, 1]);
+        assert_eq!(r(PadMode::Constant(Scalar::Int(0))), vec![-1, -1, 0, 1, 2, -1, -1]);
+        assert_eq!(position_map(4, -1, -2, PadMode::Constant(Scalar::Int(0))), vec![Some(1)]);
+    }
+}

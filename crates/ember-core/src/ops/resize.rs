@@ -1,0 +1,289 @@
+//! `interpolate`: nearest, nearest-exact, (bi/tri)linear and bicubic resizing, with PIL-style
+//! antialiasing for (bi)linear and bicubic.
+//!
+//! Every mode is separable, so a resize is one pass per spatial dim (last dim first, as PIL and
+//! PyTorch's antialiased kernel do). A pass maps `[outer, n_in, inner]` to `[outer, n_out, inner]`
+//! through a table of taps: for each output position, the input positions it reads and their
+//! weights. Inner runs are contiguous, so the passes over leading dims vectorise.
+use super::conv::{check_float, compute_dtype};
+use super::map::Ptr;
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::parallel::{for_range, GRAIN};
+use crate::tensor::Tensor;
+use num_traits::Float;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Nearest,
+    NearestExact,
+    /// Linear, bilinear or trilinear by the number of spatial dims.
+    Linear,
+    Cubic,
+}
+
+/// The taps of one resampling pass.
+struct Taps {
+    /// Most taps any output position reads.
+    width: usize,
+    /// `index[j·width + t]`, `weight[j·width + t]` for `t < count[j]`.
+    index: Vec<usize>,
+    weight: Vec<f64>,
+    count: Vec<usize>,
+}
+
+impl Taps {
+    fn new(width: usize) -> Taps {
+        Taps { width, index: vec![], weight: vec![], count: vec![] }
+    }
+
+    fn push(&mut self, taps: &[(usize, f64)]) {
+        debug_assert!(taps.len() <= self.width);
+        self.count.push(taps.len());
+        for t in 0..self.width {
+            let (i, w) = taps.get(t).copied().unwrap_or((0, 0.0));
+            self.index.push(i);
+            self.weight.push(w);
+        }
+    }
+
+    fn outputs(&self) -> usize {
+        self.count.len()
+    }
+
+    fn is_identity(&self, n_in: usize) -> bool {
+        self.outputs() == n_in && (0..n_in).all(|j| self.count[j] == 1 && self.index[j * self.width] == j && self.weight[j * self.width] == 1.0)
+    }
+}
+
+/// PyTorch's ratio from output to input coordinates (`area_pixel_compute_scale`), in `F`.
+fn pixel_scale<F: Float>(n_in: usize, n_out: usize, align_corners: bool, scale: Option<f64>) -> F {
+    let f = |v: usize| F::from(v).unwrap();
+    if align_corners {
+        if n_out > 1 {
+            f(n_in - 1) / f(n_out - 1)
+        } else {
+            F::zero()
+        }
+    } else {
+        match scale {
+            Some(s) if s > 0.0 => F::from(1.0 / s).unwrap(),
+            _ => f(n_in) / f(n_out),
+        }
+    }
+}
+
+/// The input coordinate of output `j` (`area_pixel_compute_source_index`); linear clamps at 0.
+fn source_coord<F: Float>(scale: F, j: usize, align_corners: bool, cubic: bool) -> F {
+    let j = F::from(j).unwrap();
+    if align_corners {
+        return scale * j;
+    }
+    let half = F::from(0.5).unwrap();
+    let x = scale * (j + half) - half;
+    if !cubic && x < F::zero() {
+        F::zero()
+    } else {
+        x
+    }
+}
+
+/// Nearest: `floor(j·scale)`; nearest-exact: `floor((j + 0.5)·scale)`; in float32 like PyTorch.
+/// Nearest keeps PyTorch's exact shortcuts for equal and doubled sizes, whatever the scale.
+fn nearest_taps(n_in: usize, n_out: usize, scale: Option<f64>, exact: bool) -> Taps {
+    let s: f32 = pixel_scale(n_in, n_out, false, scale);
+    let mut taps = Taps::new(1);
+    for j in 0..n_out {
+        let i = if !exact && n_out == n_in {
+            j
+        } else if !exact && n_out == 2 * n_in {
+            j / 2
+        } else if exact {
+            ((j as f32 + 0.5) * s).floor() as usize
+        } else {
+            ((j as f32) * s).floor() as usize
+        };
+        taps.push(&[(i.min(n_in - 1), 1.0)]);
+    }
+    taps
+}
+
+/// Floor of `x` and the fraction past it, kept in `[0, 1]` (`guard_index_and_lambda`).
+fn split_coord<F: Float>(x: F, n_in: usize) -> (isize, f64) {
+    let i = x.floor().to_isize().unwrap().min(n_in as isize - 1);
+    let frac = (x - F::from(i).unwrap()).max(F::zero()).min(F::one());
+    (i, frac.to_f64().unwrap())
+}
+
+fn linear_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool) -> Taps {
+    let s: F = pixel_scale(n_in, n_out, align_corners, scale);
+    let mut taps = Taps::new(2);
+    for j in 0..n_out {
+        if n_in == n_out {
+            taps.push(&[(j, 1.0)]);
+            continue;
+        }
+        let (i0, l1) = split_coord(source_coord(s, j, align_corners, false), n_in);
+        let i0 = i0 as usize;
+        let i1 = if i0 < n_in - 1 { i0 + 1 } else { i0 };
+        taps.push(&[(i0, 1.0 - l1), (i1, l1)]);
+    }
+    taps
+}
+
+/// Keys' cubic convolution kernel with parameter `a` (-0.75 for PyTorch's bicubic, -0.5 for PIL's).
+fn cubic_weight(x: f64, a: f64) -> f64 {
+    let x = x.abs();
+    if x <= 1.0 {
+        ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    } else if x < 2.0 {
+        ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+    } else {
+        0.0
+    }
+}
+
+fn cubic_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool) -> Taps {
+    let s: F = pixel_scale(n_in, n_out, align_corners, scale);
+    let mut taps = Taps::new(4);
+    for j in 0..n_out {
+        let (i, t) = split_coord(source_coord(s, j, align_corners, true), n_in);
+        let tap = |k: isize| ((i - 1 + k).clamp(0, n_in as isize - 1) as usize, cubic_weight(t - (k - 1) as f64, -0.75));
+        taps.push(&[tap(0), tap(1), tap(2), tap(3)]);
+    }
+    taps
+}
+
+fn triangle(x: f64) -> f64 {
+    (1.0 - x.abs()).max(0.0)
+}
+
+fn pil_cubic(x: f64) -> f64 {
+    cubic_weight(x, -0.5)
+}
+
+/// PIL's antialiased resampling: the filter is stretched by the downscale factor so every input
+/// pixel contributes, and each output's weights are normalised to sum to one.
+fn antialias_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool, cubic: bool) -> Taps {
+    let (support, filter): (f64, fn(f64) -> f64) = if cubic { (2.0, pil_cubic) } else { (1.0, triangle) };
+    let s = pixel_scale::<F>(n_in, n_out, align_corners, scale).to_f64().unwrap();
+    let stretch = s.max(1.0);
+    let support = support * stretch;
+    // A window spans at most 2·support + 1 input positions.
+    let width = (2.0 * support).ceil() as usize + 2;
+    let mut taps = Taps::new(width);
+    for j in 0..n_out {
+        let center = s * (j as f64 + 0.5);
+        let lo = ((center - support + 0.5) as isize).max(0) as usize;
+        let hi = ((center + support + 0.5) as isize).clamp(0, n_in as isize) as usize;
+        let mut row: Vec<(usize, f64)> = (lo..hi).map(|i| (i, filter((i as f64 - center + 0.5) / stretch))).collect();
+        let total: f64 = row.iter().map(|t| t.1).sum();
+        if total != 0.0 {
+            row.iter_mut().for_each(|t| t.1 /= total);
+        }
+        taps.push(&row);
+    }
+    taps
+}
+
+/// One pass: `[outer, n_in, inner]` to `[outer, n_out, inner]`, parallel over output rows.
+fn resample<T: Element + Float>(src: &Tensor, outer: usize, n_in: usize, inner: usize, taps: &Taps) -> Tensor {
+    let n_out = taps.outputs();
+    let out = Tensor::uninit(&[outer, n_out, inner], src.dtype());
+    let (x, o) = (Ptr(src.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+    let weights: Vec<T> = taps.weight.iter().map(|&w| T::from_f64(w)).collect();
+    let grain = (GRAIN / (inner * taps.width).max(1)).max(1);
+    for_range(outer * n_out, grain, |s, e| unsafe {
+        for row in s..e {
+            let (b, j) = (row / n_out, row % n_out);
+            let dst = std::slice::from_raw_parts_mut(o.at((row * inner) as isize), inner);
+            let base = x.at((b * n_in * inner) as isize) as *const T;
+            let tap = j * taps.width;
+            for t in 0..taps.count[j] {
+                let (line, w) = (std::slice::from_raw_parts(base.add(taps.index[tap + t] * inner), inner), weights[tap + t]);
+                if t == 0 {
+                    dst.iter_mut().zip(line).for_each(|(d, &v)| *d = w * v);
+                } else {
+                    dst.iter_mut().zip(line).for_each(|(d, &v)| *d = *d + w * v);
+                }
+            }
+        }
+    });
+    out
+}
+
+/// `interpolate` of `input [N, C, *spatial]` to `size`; `scales` are the user's scale factors
+/// (used for the coordinate mapping when given, as PyTorch does without `recompute_scale_factor`).
+pub fn interpolate(input: &Tensor, size: &[usize], scales: &[Option<f64>], mode: Mode, align_corners: bool, antialias: bool) -> Result<Tensor> {
+    check_float("interpolate", input)?;
+    let dims = size.len();
+    if !(1..=3).contains(&dims) || input.ndim() != dims + 2 || scales.len() != dims {
+        bail!(Runtime, "interpolate: expected a {}D input for {dims} output sizes, but got input of size {:?}", dims + 2, input.shape());
+    }
+    let spatial = &input.shape()[2..];
+    if spatial.contains(&0) || size.contains(&0) {
+        bail!(Runtime, "Input and output sizes should be greater than 0, but got input {spatial:?} and output {size:?}");
+    }
+    if antialias && !matches!(mode, Mode::Linear | Mode::Cubic) {
+        bail!(Value, "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as input");
+    }
+    let x = input.to_dtype(compute_dtype(input.dtype())).contiguous();
+    let out = if x.dtype() == DType::F64 {
+        resize_all::<f64>(&x, size, scales, mode, align_corners, antialias)
+    } else {
+        resize_all::<f32>(&x, size, scales, mode, align_corners, antialias)
+    };
+    Ok(out.to_dtype(input.dtype()))
+}
+
+fn resize_all<T: Element + Float>(x: &Tensor, size: &[usize], scales: &[Option<f64>], mode: Mode, align_corners: bool, antialias: bool) -> Tensor {
+    let mut shape = x.shape().to_vec();
+    let mut cur = x.clone();
+    for d in (2..shape.len()).rev() {
+        let (n_in, n_out, scale) = (shape[d], size[d - 2], scales[d - 2]);
+        let taps = match mode {
+            Mode::Nearest => nearest_taps(n_in, n_out, scale, false),
+            Mode::NearestExact => nearest_taps(n_in, n_out, scale, true),
+            Mode::Linear if antialias => antialias_taps::<T>(n_in, n_out, scale, align_corners, false),
+            Mode::Cubic if antialias => antialias_taps::<T>(n_in, n_out, scale, align_corners, true),
+            Mode::Linear => linear_taps::<T>(n_in, n_out, scale, align_corners),
+            Mode::Cubic => cubic_taps::<T>(n_in, n_out, scale, align_corners),
+        };
+        if taps.is_identity(n_in) {
+            continue;
+        }
+        let (outer, inner) = (shape[..d].iter().product(), shape[d + 1..].iter().product());
+        cur = resample::<T>(&cur, outer, n_in, inner, &taps);
+        shape[d] = n_out;
+    }
+    let shape: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+    cur.reshape(&shape).expect("a resize keeps its element count")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_doubles_by_repeating() {
+        let t = nearest_taps(3, 6, None, false);
+        assert_eq!(t.index, vec![0, 0, 1, 1, 2, 2]);
+    }
+
+    #[test]
+    fn linear_half_pixel_weights() {
+        let t = linear_taps::<f64>(2, 4, None, false);
+        assert_eq!(t.index[2..4], [0, 1]);
+        assert!((t.weight[2] - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn antialias_weights_sum_to_one() {
+        let t = antialias_taps::<f64>(10, 3, None, false, true);
+        for j in 0..3 {
+            let s: f64 = (0..t.count[j]).map(|k| t.weight[j * t.width + k]).sum();
+            assert!((s - 1.0).abs() < 1e-12);
+        }
+    }
+}
