@@ -3,6 +3,7 @@
 //! kernels and maps errors; the logic lives in the Rust crates.
 mod convert;
 mod errors;
+mod nn_core;
 mod ops;
 mod tensor;
 
@@ -18,5 +19,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(d.name(), PyDType(d))?;
     }
     ops::register(m)?;
+    nn_core::register(m)?;
     Ok(())
 }

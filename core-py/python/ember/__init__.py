@@ -42,6 +42,7 @@ from ember._ops import *  # noqa: E402,F401,F403
 from ember._shape import *  # noqa: E402,F401,F403
 from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
 from ember import nn, utils  # noqa: E402,F401
+from ember.nn.functional import log_softmax, softmax  # noqa: E402,F401
 
 
 def manual_seed(seed):

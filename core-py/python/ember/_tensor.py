@@ -7,6 +7,7 @@ import numpy as np
 import ember
 from ember import _C, _indexing, _ops
 from ember._tensor_str import tensor_repr
+from ember.nn import functional as _functional
 
 Tensor = _C.Tensor
 
@@ -178,3 +179,14 @@ def _no_grad(self, requires_grad):
     if requires_grad:
         raise NotImplementedError("requires_grad: autograd is not built yet (see the training issue)")
     return self
+
+
+def _softmax_method(log):
+    def method(self, dim, dtype=None):
+        return (_functional.log_softmax if log else _functional.softmax)(self, dim, dtype=dtype)
+
+    return method
+
+
+_method("softmax", _softmax_method(False))
+_method("log_softmax", _softmax_method(True))

@@ -1,9 +1,12 @@
 //! Op families, one file each.
 pub mod binary;
 pub mod creation;
+pub mod embedding;
+pub mod loss;
 pub mod map;
 pub mod math;
 pub mod matmul;
+pub mod nn;
 pub mod random;
 pub mod reduce;
 pub mod unary;
