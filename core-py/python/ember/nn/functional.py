@@ -446,28 +446,35 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 1 if input.ndim >= 2 else 0
     logp = _C.softmax(input, class_dim, True)
-    classes = input.shape[class_dim]
-    weight_view = None if weight is None else weight.reshape((classes,) + (1,) * (input.ndim - class_dim - 1))
     if target.dtype.is_floating_point:
-        return _cross_entropy_probs(logp, target, weight_view, class_dim, reduction, label_smoothing)
+        return _cross_entropy_probs(logp, target, weight, class_dim, reduction, label_smoothing)
     loss, total_weight = _C.nll_loss(logp, target, weight, reduction, ignore_index)
     if label_smoothing == 0.0:
         return loss
-    weighted = logp if weight_view is None else logp * weight_view
+    weighted = logp if weight is None else logp * _class_view(weight, logp, class_dim)
     smooth = _ops.where(target == ignore_index, 0.0, -_ops.sum(weighted, class_dim))
     if reduction == "mean":
         smooth = _ops.sum(smooth) / total_weight
     elif reduction == "sum":
         smooth = _ops.sum(smooth)
+    classes = input.shape[class_dim]
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / classes)
 
 
-def _cross_entropy_probs(logp, target, weight_view, class_dim, reduction, label_smoothing):
+def _class_view(weight, logp, class_dim):
+    """`weight` shaped to broadcast along the class dim of `logp`."""
+    classes = logp.shape[class_dim]
+    if weight.numel() != classes:
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got weight tensor of shape: {list(weight.shape)}")
+    return weight.reshape((classes,) + (1,) * (logp.ndim - class_dim - 1))
+
+
+def _cross_entropy_probs(logp, target, weight, class_dim, reduction, label_smoothing):
     if tuple(target.shape) != tuple(logp.shape):
         raise RuntimeError(f"Expected target size {list(logp.shape)}, got {list(target.shape)}")
     if label_smoothing > 0:
         target = target * (1 - label_smoothing) + label_smoothing / logp.shape[class_dim]
-    terms = logp * target if weight_view is None else logp * target * weight_view
+    terms = logp * target if weight is None else logp * target * _class_view(weight, logp, class_dim)
     loss = -_ops.sum(terms, class_dim)
     if reduction == "mean":  # the batch size (N times the spatial size): not the weights' sum
         return _ops.sum(loss) / loss.numel()
