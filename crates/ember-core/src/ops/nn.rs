@@ -141,11 +141,12 @@ pub fn long_name(d: DType) -> &'static str {
 
 // ---- softmax / log_softmax ----
 
-/// Rows `start..end` of length `n`: max, then exp and sum (kept in `scratch`), then scale.
+/// Rows `start..end` of length `n`: max, then exp (into `scratch`, so half types keep float32
+/// precision) and its sum, then scale. Each loop is a separate sweep so each vectorises.
 #[inline(always)]
 unsafe fn softmax_rows<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, log: bool) {
     let mut scratch = vec![real::<T::R>(0.0); if log { 0 } else { n }];
-    let sp = Ptr(scratch.as_mut_ptr());
+    let sp = scratch.as_mut_ptr();
     for r in start..end {
         let (xr, or) = (x.at((r * n) as isize), o.at((r * n) as isize));
         let load = |k: usize| (*xr.add(k)).load();
@@ -157,14 +158,12 @@ unsafe fn softmax_rows<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, 
                 *or.add(k) = T::store(load(k) - shift);
             }
         } else {
-            let exp_kept = |k: usize| {
-                let e = (load(k) - max).vexp();
-                *sp.at(k as isize) = e;
-                e
-            };
-            let inv = real::<T::R>(1.0) / fold8(n, real(0.0), exp_kept, |a, b| a + b);
             for k in 0..n {
-                *or.add(k) = T::store(*sp.at(k as isize) * inv);
+                *sp.add(k) = (load(k) - max).vexp();
+            }
+            let inv = real::<T::R>(1.0) / fold8(n, real(0.0), |k| *sp.add(k), |a, b| a + b);
+            for k in 0..n {
+                *or.add(k) = T::store(*sp.add(k) * inv);
             }
         }
     }
