@@ -6,6 +6,7 @@ mod dlpack;
 mod errors;
 mod index;
 mod nn_spatial;
+mod nn_core;
 mod ops;
 mod sort;
 mod tensor;
@@ -28,5 +29,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dlpack::register(m)?;
     sort::register(m)?;
     nn_spatial::register(m)?;
+    nn_core::register(m)?;
     Ok(())
 }

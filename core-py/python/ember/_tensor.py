@@ -7,6 +7,7 @@ import numpy as np
 import ember
 from ember import _C, _indexing, _ops
 from ember._tensor_str import tensor_repr
+from ember.nn import functional as _functional
 
 Tensor = _C.Tensor
 
@@ -199,3 +200,12 @@ for _name in ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedi
     _method(_name, getattr(ember._sort_api, _name))
 _method("cumsum_", lambda self, dim, *, dtype=None: self.copy_(ember._sort_api.cumsum(self, dim, dtype=dtype)))
 _method("cumprod_", lambda self, dim, *, dtype=None: self.copy_(ember._sort_api.cumprod(self, dim, dtype=dtype)))
+def _softmax_method(log):
+    def method(self, dim, dtype=None):
+        return (_functional.log_softmax if log else _functional.softmax)(self, dim, dtype=dtype)
+
+    return method
+
+
+_method("softmax", _softmax_method(False))
+_method("log_softmax", _softmax_method(True))

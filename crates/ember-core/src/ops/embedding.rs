@@ -1,0 +1,173 @@
+//! Embedding lookups: rows of a (num_embeddings, embedding_dim) weight picked by integer
+//! indices, pooled per bag for `embedding_bag`, and the in-place `max_norm` renormalisation.
+use super::map::Ptr;
+use super::nn::long_name;
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::parallel::{for_range, GRAIN};
+use crate::tensor::Tensor;
+use crate::with_dtype;
+
+fn check_weight(weight: &Tensor) -> Result<(usize, usize)> {
+    match weight.shape() {
+        [v, d] => Ok((*v, *d)),
+        _ => bail!(Runtime, "'weight' must be 2-D"),
+    }
+}
+
+/// The indices as i64, checked to be an integer tensor whose values address a row of `weight`.
+fn checked_indices(indices: &Tensor, rows: usize, what: &str) -> Result<Vec<i64>> {
+    if !matches!(indices.dtype(), DType::I64 | DType::I32) {
+        bail!(Runtime, "Expected tensor for argument #1 '{what}' to have one of the following scalar types: Long, Int; but got {} instead", long_name(indices.dtype()));
+    }
+    let idx = indices.to_dtype(DType::I64).contiguous().to_vec::<i64>()?;
+    if idx.iter().any(|&i| i < 0 || i as usize >= rows) {
+        bail!(Index, "index out of range in self");
+    }
+    Ok(idx)
+}
+
+/// `weight[indices]`: a tensor of shape `indices.shape + [embedding_dim]`.
+pub fn embedding(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    let (rows, dim) = check_weight(weight)?;
+    let idx = checked_indices(indices, rows, "indices")?;
+    let mut shape = indices.shape().to_vec();
+    shape.push(dim);
+    let out = Tensor::uninit(&shape, weight.dtype());
+    let [s0, s1] = [weight.strides()[0], weight.strides()[1]];
+    with_dtype!(weight.dtype(), T, {
+        let (pw, po) = (Ptr(weight.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+        for_range(idx.len(), (GRAIN / dim.max(1)).max(1), |s, e| {
+            for (k, &i) in idx[s..e].iter().enumerate() {
+                let (src, dst) = (i as isize * s0, ((s + k) * dim) as isize);
+                for j in 0..dim as isize {
+                    unsafe { *po.at(dst + j) = *pw.at(src + j * s1) };
+                }
+            }
+        });
+    });
+    Ok(out)
+}
+
+/// Rescales, in place, each row of `weight` named in `indices` whose `norm_type`-norm exceeds
+/// `max_norm` to norm `max_norm` (PyTorch's `embedding_renorm_`).
+pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {
+    let (rows, dim) = check_weight(weight)?;
+    if !weight.dtype().is_float() {
+        bail!(Runtime, "\"embedding_renorm_\" not implemented for '{}'", long_name(weight.dtype()));
+    }
+    let mut idx = checked_indices(indices, rows, "indices")?;
+    idx.sort_unstable();
+    idx.dedup();
+    let [s0, s1] = [weight.strides()[0], weight.strides()[1]];
+    with_dtype!(weight.dtype(), T, {
+        let pw = Ptr(weight.data_ptr::<T>());
+        for i in idx {
+            let at = |j: usize| pw.at(i as isize * s0 + j as isize * s1);
+            let row: Vec<f64> = (0..dim).map(|j| unsafe { (*at(j)).to_f64() }).collect();
+            let norm = p_norm(&row, norm_type);
+            if norm > max_norm {
+                let scale = max_norm / (norm + 1e-7);
+                for (j, v) in row.iter().enumerate() {
+                    unsafe { *at(j) = T::from_f64(v * scale) };
+                }
+            }
+        }
+    });
+    weight.bump_version();
+    Ok(())
+}
+
+fn p_norm(v: &[f64], p: f64) -> f64 {
+    if p.is_infinite() {
+        v.iter().fold(0.0, |m, x| m.max(x.abs()))
+    } else if p == 0.0 {
+        v.iter().filter(|x| **x != 0.0).count() as f64
+    } else {
+        v.iter().map(|x| x.abs().powf(p)).sum::<f64>().powf(1.0 / p)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BagMode {
+    Sum,
+    Mean,
+    Max,
+}
+
+impl BagMode {
+    pub fn from_name(name: &str) -> Result<BagMode> {
+        Ok(match name {
+            "sum" => BagMode::Sum,
+            "mean" => BagMode::Mean,
+            "max" => BagMode::Max,
+            _ => bail!(Value, "mode has to be one of sum, mean or max"),
+        })
+    }
+}
+
+/// The [start, end) of each bag from `offsets` (checked: starting at 0, non-decreasing, in range).
+fn bag_bounds(offsets: &Tensor, len: usize, include_last_offset: bool) -> Result<Vec<(usize, usize)>> {
+    let offs = checked_indices(offsets, usize::MAX, "offsets")?;
+    if offs.first().is_some_and(|&o| o != 0) {
+        bail!(Value, "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got {}", offs[0]);
+    }
+    if offs.windows(2).any(|w| w[1] < w[0]) || offs.last().is_some_and(|&o| o as usize > len) {
+        bail!(Runtime, "offsets must be non-decreasing and at most the number of indices ({len}), got {offs:?}");
+    }
+    let mut ends: Vec<usize> = offs.iter().skip(1).map(|&o| o as usize).collect();
+    if !include_last_offset {
+        ends.push(len);
+    }
+    Ok(offs.iter().zip(ends).map(|(&s, e)| (s as usize, e)).collect())
+}
+
+/// `embedding_bag` over 1-d `indices` cut into bags by `offsets`; entries equal to
+/// `padding_idx` are skipped (and not counted by `mean`); an empty bag gives zeros.
+pub fn embedding_bag(
+    weight: &Tensor,
+    indices: &Tensor,
+    offsets: &Tensor,
+    mode: BagMode,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+) -> Result<Tensor> {
+    let (rows, dim) = check_weight(weight)?;
+    if indices.ndim() != 1 || offsets.ndim() != 1 {
+        bail!(Value, "input has to be 1D Tensor when offsets is given, and offsets has to be a 1D Tensor");
+    }
+    let idx = checked_indices(indices, rows, "indices")?;
+    let bags = bag_bounds(offsets, idx.len(), include_last_offset)?;
+    let psw = match per_sample_weights {
+        Some(_) if mode != BagMode::Sum => bail!(NotImplemented, "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode='{}'). Please open a feature request on GitHub.", if mode == BagMode::Mean { "mean" } else { "max" }),
+        Some(p) if p.shape() != indices.shape() => bail!(Value, "embedding_bag: If per_sample_weights ({:?}) is not None, then it must have the same shape as the input ({:?})", p.shape(), indices.shape()),
+        Some(p) => p.to_dtype(DType::F64).contiguous().to_vec::<f64>()?,
+        None => vec![1.0; idx.len()],
+    };
+    let out = Tensor::uninit(&[bags.len(), dim], weight.dtype());
+    let [s0, s1] = [weight.strides()[0], weight.strides()[1]];
+    with_dtype!(weight.dtype(), T, {
+        let (pw, po) = (Ptr(weight.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+        for_range(bags.len(), 1, |s, e| {
+            let mut acc = vec![0.0f64; dim];
+            for (b, &(start, end)) in bags.iter().enumerate().take(e).skip(s) {
+                let members: Vec<usize> = (start..end).filter(|&k| Some(idx[k]) != padding_idx).collect();
+                let init = if mode == BagMode::Max && !members.is_empty() { f64::NEG_INFINITY } else { 0.0 };
+                acc.iter_mut().for_each(|a| *a = init);
+                for &k in &members {
+                    for (j, a) in acc.iter_mut().enumerate() {
+                        let v = unsafe { (*pw.at(idx[k] as isize * s0 + j as isize * s1)).to_f64() };
+                        *a = if mode == BagMode::Max { a.max(v) } else { *a + v * psw[k] };
+                    }
+                }
+                let div = if mode == BagMode::Mean { members.len().max(1) as f64 } else { 1.0 };
+                for (j, a) in acc.iter().enumerate() {
+                    unsafe { *po.at((b * dim + j) as isize) = T::from_f64(a / div) };
+                }
+            }
+        });
+    });
+    Ok(out)
+}

@@ -1,0 +1,539 @@
+//! Softmax family and normalisation layers. Each works on contiguous rows: a row stays in L1
+//! across its passes (max, exp+sum, write; or mean, variance, write), rows run in parallel, and
+//! the inner loops fold into 8 lanes so they vectorise. float16/bfloat16 compute in float32.
+use super::map::{has_avx2, Ptr};
+use super::math::Real;
+use crate::bail;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::parallel::{for_range, GRAIN};
+use crate::tensor::Tensor;
+use half::{bf16, f16};
+use num_traits::Float as _;
+
+/// A float storage type and the type it computes in.
+pub trait Stored: Element {
+    type R: Real;
+    fn load(self) -> Self::R;
+    fn store(v: Self::R) -> Self;
+}
+
+macro_rules! stored {
+    ($t:ty, $r:ty, $load:expr, $store:expr) => {
+        impl Stored for $t {
+            type R = $r;
+            #[inline(always)]
+            fn load(self) -> $r {
+                $load(self)
+            }
+            #[inline(always)]
+            fn store(v: $r) -> Self {
+                $store(v)
+            }
+        }
+    };
+}
+stored!(f32, f32, |x| x, |v| v);
+stored!(f64, f64, |x| x, |v| v);
+stored!(f16, f32, f16::to_f32, f16::from_f32);
+stored!(bf16, f32, bf16::to_f32, bf16::from_f32);
+
+/// Runs `$body` with `$T` bound to the float type of `$dtype` (callers check the dtype first).
+#[macro_export]
+macro_rules! with_float {
+    ($dtype:expr, $T:ident, $body:expr) => {{
+        use $crate::dtype::DType;
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            _ => unreachable!("with_float on a non-float dtype"),
+        }
+    }};
+}
+
+/// Compiles the `#[inline(always)]` kernel `$name` a second time with AVX2+FMA and defines
+/// `$any`, which picks the best copy at runtime (as `map.rs` does for elementwise loops).
+macro_rules! avx2_twin {
+    ($any:ident, $avx:ident, $name:ident, ($($a:ident: $t:ty),*)) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn $avx<T: Stored>($($a: $t),*) {
+            $name::<T>($($a),*)
+        }
+        unsafe fn $any<T: Stored>($($a: $t),*) {
+            #[cfg(target_arch = "x86_64")]
+            if has_avx2() {
+                return $avx::<T>($($a),*);
+            }
+            $name::<T>($($a),*)
+        }
+    };
+}
+
+#[inline(always)]
+fn real<R: Real>(v: f64) -> R {
+    <R as Element>::from_f64(v)
+}
+
+/// Folds `f(0..n)` with `step` into 8 independent lanes, then across them.
+#[inline(always)]
+fn fold8<R: Real>(n: usize, init: R, f: impl Fn(usize) -> R, step: impl Fn(R, R) -> R) -> R {
+    let mut lanes = [init; 8];
+    let full = n / 8 * 8;
+    let mut k = 0;
+    while k < full {
+        for (l, lane) in lanes.iter_mut().enumerate() {
+            *lane = step(*lane, f(k + l));
+        }
+        k += 8;
+    }
+    let mut acc = lanes.into_iter().fold(init, &step);
+    for k in full..n {
+        acc = step(acc, f(k));
+    }
+    acc
+}
+
+#[inline(always)]
+fn max_of<R: Real>(a: R, b: R) -> R {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+fn check_float(x: &Tensor, kernel: &str) -> Result<()> {
+    if !x.dtype().is_float() {
+        bail!(Runtime, "\"{kernel}\" not implemented for '{}'", long_name(x.dtype()));
+    }
+    Ok(())
+}
+
+pub fn long_name(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "Bool",
+        DType::U8 => "Byte",
+        DType::I8 => "Char",
+        DType::I16 => "Short",
+        DType::I32 => "Int",
+        DType::I64 => "Long",
+        DType::F16 => "Half",
+        DType::BF16 => "BFloat16",
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+    }
+}
+
+// ---- softmax / log_softmax ----
+
+/// Rows `start..end` of length `n`: max, then exp (into `scratch`, so half types keep float32
+/// precision) and its sum, then scale. Each loop is a separate sweep so each vectorises.
+#[inline(always)]
+unsafe fn softmax_rows<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, log: bool) {
+    let mut scratch = vec![real::<T::R>(0.0); if log { 0 } else { n }];
+    let sp = scratch.as_mut_ptr();
+    for r in start..end {
+        let (xr, or) = (x.at((r * n) as isize), o.at((r * n) as isize));
+        let load = |k: usize| (*xr.add(k)).load();
+        let max = fold8(n, real(f64::NEG_INFINITY), load, max_of);
+        if log {
+            let sum = fold8(n, real(0.0), |k| (load(k) - max).vexp(), |a, b| a + b);
+            let shift = max + sum.ln();
+            for k in 0..n {
+                *or.add(k) = T::store(load(k) - shift);
+            }
+        } else {
+            for k in 0..n {
+                *sp.add(k) = (load(k) - max).vexp();
+            }
+            let inv = real::<T::R>(1.0) / fold8(n, real(0.0), |k| *sp.add(k), |a, b| a + b);
+            for k in 0..n {
+                *or.add(k) = T::store(*sp.add(k) * inv);
+            }
+        }
+    }
+}
+avx2_twin!(softmax_rows_any, softmax_rows_avx2, softmax_rows, (x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, log: bool));
+
+/// Columns `j0..j0+w` of one `[n, inner]` block: the reduced dim is walked with `w` columns
+/// side by side, so every pass is a contiguous (vectorisable) sweep over `w` elements.
+#[inline(always)]
+unsafe fn softmax_cols<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, inner: usize, w: usize, log: bool) {
+    let mut max = [real::<T::R>(f64::NEG_INFINITY); COLS];
+    let mut sum = [real::<T::R>(0.0); COLS];
+    let at = |k: usize, j: usize| (k * inner + j) as isize;
+    for k in 0..n {
+        for j in 0..w {
+            max[j] = max_of(max[j], (*x.at(at(k, j))).load());
+        }
+    }
+    for k in 0..n {
+        for j in 0..w {
+            sum[j] = sum[j] + ((*x.at(at(k, j))).load() - max[j]).vexp();
+        }
+    }
+    for j in 0..w {
+        sum[j] = if log { max[j] + sum[j].ln() } else { real::<T::R>(1.0) / sum[j] };
+    }
+    for k in 0..n {
+        for j in 0..w {
+            let v = (*x.at(at(k, j))).load();
+            *o.at(at(k, j)) = T::store(if log { v - sum[j] } else { (v - max[j]).vexp() * sum[j] });
+        }
+    }
+}
+avx2_twin!(softmax_cols_any, softmax_cols_avx2, softmax_cols, (x: Ptr<T>, o: Ptr<T>, n: usize, inner: usize, w: usize, log: bool));
+
+/// Columns handled together by the non-last-dim softmax.
+const COLS: usize = 64;
+
+/// `softmax` (or `log_softmax`) of `x` along `dim`, in `x`'s (float) dtype.
+pub fn softmax(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
+    check_float(x, if log { "log_softmax_lastdim_kernel_impl" } else { "softmax_lastdim_kernel_impl" })?;
+    let d = x.wrap_dim(dim)?;
+    let out = Tensor::uninit(x.shape(), x.dtype());
+    if x.numel() == 0 {
+        return Ok(out);
+    }
+    let xc = x.contiguous();
+    let n = if x.ndim() == 0 { 1 } else { x.shape()[d] };
+    let inner: usize = x.shape().get(d + 1..).unwrap_or(&[]).iter().product();
+    let outer = x.numel() / (n * inner);
+    with_float!(x.dtype(), T, {
+        let (px, po) = (Ptr(xc.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+        if inner == 1 {
+            for_range(outer, (GRAIN / n).max(1), |s, e| unsafe { softmax_rows_any::<T>(px, po, n, s, e, log) });
+        } else {
+            let chunks = inner.div_ceil(COLS);
+            for_range(outer * chunks, (GRAIN / (n * COLS)).max(1), |s, e| {
+                for task in s..e {
+                    let (b, j0) = (task / chunks, task % chunks * COLS);
+                    let base = (b * n * inner + j0) as isize;
+                    let w = COLS.min(inner - j0);
+                    unsafe { softmax_cols_any::<T>(Ptr(px.at(base)), Ptr(po.at(base)), n, inner, w, log) };
+                }
+            });
+        }
+    });
+    Ok(out)
+}
+
+// ---- layer norm ----
+
+/// Mean and biased variance of `n` elements (two passes: exact enough in float32 too).
+#[inline(always)]
+unsafe fn moments<T: Stored>(xr: *const T, n: usize) -> (T::R, T::R) {
+    let load = |k: usize| (*xr.add(k)).load();
+    let count = real::<T::R>(n as f64);
+    let mean = fold8(n, real(0.0), load, |a, b| a + b) / count;
+    let var = fold8(n, real(0.0), |k| (load(k) - mean) * (load(k) - mean), |a, b| a + b) / count;
+    (mean, var)
+}
+
+#[inline(always)]
+unsafe fn layer_norm_rows<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, w: Ptr<T::R>, b: Ptr<T::R>, eps: f64) {
+    for r in start..end {
+        let (xr, or) = (x.at((r * n) as isize), o.at((r * n) as isize));
+        let (mean, var) = moments(xr, n);
+        let rstd = real::<T::R>(1.0) / (var + real(eps)).sqrt();
+        for k in 0..n {
+            *or.add(k) = T::store(((*xr.add(k)).load() - mean) * rstd * *w.at(k as isize) + *b.at(k as isize));
+        }
+    }
+}
+avx2_twin!(layer_norm_rows_any, layer_norm_rows_avx2, layer_norm_rows, (x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, w: Ptr<T::R>, b: Ptr<T::R>, eps: f64));
+
+/// The elements of an optional parameter in the compute type (`fill` where it is absent).
+fn param_or<R: Real>(p: Option<&Tensor>, n: usize, fill: f64) -> Vec<R> {
+    match p {
+        Some(t) => t.to_dtype(DType::F64).contiguous().to_vec::<f64>().unwrap().into_iter().map(real).collect(),
+        None => vec![real(fill); n],
+    }
+}
+
+fn shape_str(s: &[usize]) -> String {
+    format!("[{}]", s.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    check_float(x, "LayerNormKernelImpl")?;
+    let k = normalized_shape.len();
+    if k == 0 {
+        bail!(Runtime, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = []");
+    }
+    for (p, what) in [(weight, "weight"), (bias, "bias")] {
+        if let Some(p) = p.filter(|p| p.shape() != normalized_shape) {
+            bail!(Runtime, "Expected {what} to be of same shape as normalized_shape, but got {what} of shape {} and normalized_shape = {}", shape_str(p.shape()), shape_str(normalized_shape));
+        }
+    }
+    if x.ndim() < k || &x.shape()[x.ndim() - k..] != normalized_shape {
+        let star = shape_str(normalized_shape).replacen('[', "[*, ", 1);
+        bail!(Runtime, "Given normalized_shape={}, expected input with shape {star}, but got input of size{}", shape_str(normalized_shape), shape_str(x.shape()));
+    }
+    let out = Tensor::uninit(x.shape(), x.dtype());
+    let n: usize = normalized_shape.iter().product();
+    if x.numel() == 0 {
+        return Ok(out);
+    }
+    let xc = x.contiguous();
+    with_float!(x.dtype(), T, {
+        let (w, b) = (param_or::<<T as Stored>::R>(weight, n, 1.0), param_or::<<T as Stored>::R>(bias, n, 0.0));
+        let (pw, pb) = (Ptr(w.as_ptr() as *mut _), Ptr(b.as_ptr() as *mut _));
+        let (px, po) = (Ptr(xc.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+        for_range(x.numel() / n, (GRAIN / n).max(1), |s, e| unsafe { layer_norm_rows_any::<T>(px, po, n, s, e, pw, pb, eps) });
+    });
+    Ok(out)
+}
+
+// ---- group, batch and instance norm: per-row statistics, then a per-row affine map ----
+
+#[inline(always)]
+unsafe fn moments_rows<T: Stored>(x: Ptr<T>, n: usize, start: usize, end: usize, mean: Ptr<f64>, var: Ptr<f64>) {
+    for r in start..end {
+        let (m, v) = moments(x.at((r * n) as isize), n);
+        *mean.at(r as isize) = m.to_f64();
+        *var.at(r as isize) = v.to_f64();
+    }
+}
+avx2_twin!(moments_rows_any, moments_rows_avx2, moments_rows, (x: Ptr<T>, n: usize, start: usize, end: usize, mean: Ptr<f64>, var: Ptr<f64>));
+
+#[inline(always)]
+unsafe fn affine_rows<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, scale: Ptr<f64>, shift: Ptr<f64>) {
+    for r in start..end {
+        let (xr, or) = (x.at((r * n) as isize), o.at((r * n) as isize));
+        let (a, b) = (real::<T::R>(*scale.at(r as isize)), real::<T::R>(*shift.at(r as isize)));
+        for k in 0..n {
+            *or.add(k) = T::store((*xr.add(k)).load() * a + b);
+        }
+    }
+}
+avx2_twin!(affine_rows_any, affine_rows_avx2, affine_rows, (x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, scale: Ptr<f64>, shift: Ptr<f64>));
+
+/// (mean, biased variance) of each of the `rows` contiguous rows of `x`.
+fn row_moments(x: &Tensor, rows: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = x.numel() / rows.max(1);
+    let (mut mean, mut var) = (vec![0.0; rows], vec![0.0; rows]);
+    let (pm, pv) = (Ptr(mean.as_mut_ptr()), Ptr(var.as_mut_ptr()));
+    with_float!(x.dtype(), T, {
+        let px = Ptr(x.data_ptr::<T>());
+        for_range(rows, (GRAIN / n.max(1)).max(1), |s, e| unsafe { moments_rows_any::<T>(px, n, s, e, pm, pv) });
+    });
+    (mean, var)
+}
+
+/// `x * scale[r] + shift[r]` for each contiguous row `r` of `x`.
+fn affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> Tensor {
+    let out = Tensor::uninit(x.shape(), x.dtype());
+    let rows = scale.len();
+    let n = x.numel() / rows.max(1);
+    let (ps, pb) = (Ptr(scale.as_ptr() as *mut f64), Ptr(shift.as_ptr() as *mut f64));
+    with_float!(x.dtype(), T, {
+        let (px, po) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+        for_range(rows, (GRAIN / n.max(1)).max(1), |s, e| unsafe { affine_rows_any::<T>(px, po, n, s, e, ps, pb) });
+    });
+    out
+}
+
+/// (N, C, spatial size) of an input laid out as (N, C, *).
+fn channels(x: &Tensor, op: &str) -> Result<(usize, usize, usize)> {
+    if x.ndim() < 2 {
+        bail!(Runtime, "{op}: expected input with at least 2 dimensions (N, C, *), but got input of size {}", shape_str(x.shape()));
+    }
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    Ok((n, c, x.shape()[2..].iter().product()))
+}
+
+/// A per-channel parameter as f64 values, checked to hold `c` elements.
+fn per_channel(p: Option<&Tensor>, c: usize, what: &str) -> Result<Option<Vec<f64>>> {
+    let Some(p) = p else { return Ok(None) };
+    if p.numel() != c {
+        bail!(Runtime, "{what} should contain {c} elements not {}", p.numel());
+    }
+    Ok(Some(p.to_dtype(DType::F64).contiguous().to_vec::<f64>()?))
+}
+
+/// Per-row (scale, shift) that normalise rows of channel `ch(r)` with (mean, var) and then
+/// apply the channel's weight and bias.
+fn scale_shift(mean: &[f64], var: &[f64], eps: f64, w: &Option<Vec<f64>>, b: &Option<Vec<f64>>, ch: impl Fn(usize) -> usize) -> (Vec<f64>, Vec<f64>) {
+    (0..mean.len())
+        .map(|r| {
+            let c = ch(r);
+            let a = w.as_ref().map_or(1.0, |w| w[c]) / (var[r] + eps).sqrt();
+            (a, b.as_ref().map_or(0.0, |b| b[c]) - mean[r] * a)
+        })
+        .unzip()
+}
+
+pub fn group_norm(x: &Tensor, groups: usize, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    check_float(x, "GroupNormKernelImpl")?;
+    let (n, c, _) = channels(x, "group_norm")?;
+    if groups == 0 || c % groups != 0 {
+        bail!(Runtime, "Expected number of channels in input to be divisible by num_groups, but got input of shape {} and num_groups={groups}", shape_str(x.shape()));
+    }
+    let (w, b) = (per_channel(weight, c, "weight")?, per_channel(bias, c, "bias")?);
+    if x.numel() == 0 {
+        return Ok(Tensor::uninit(x.shape(), x.dtype()));
+    }
+    let xc = x.contiguous();
+    let (mean, var) = row_moments(&xc, n * groups);
+    let per_group = c / groups;
+    // Expand the group statistics to every (n, c) row.
+    let row_stat = |v: &[f64]| (0..n * c).map(|r| v[r / per_group]).collect::<Vec<_>>();
+    let (scale, shift) = scale_shift(&row_stat(&mean), &row_stat(&var), eps, &w, &b, |r| r % c);
+    Ok(affine(&xc, &scale, &shift))
+}
+
+/// Running statistics that a training step blends its batch statistics into.
+pub struct Running<'a> {
+    pub mean: &'a Tensor,
+    pub var: &'a Tensor,
+}
+
+impl Running<'_> {
+    fn check(&self, c: usize) -> Result<()> {
+        for (t, what) in [(self.mean, "running_mean"), (self.var, "running_var")] {
+            if t.numel() != c {
+                bail!(Runtime, "{what} should contain {c} elements not {}", t.numel());
+            }
+            if !t.dtype().is_float() {
+                bail!(Type, "{what} must be a floating point tensor, got {}", t.dtype());
+            }
+        }
+        Ok(())
+    }
+
+    fn values(&self) -> Result<(Vec<f64>, Vec<f64>)> {
+        let read = |t: &Tensor| t.to_dtype(DType::F64).contiguous().to_vec::<f64>();
+        Ok((read(self.mean)?, read(self.var)?))
+    }
+
+    /// `running = (1 - momentum) * running + momentum * batch`, written in place; the variance
+    /// blended in is the unbiased one over `count` values.
+    fn update(&self, mean: &[f64], var: &[f64], count: usize, momentum: f64) -> Result<()> {
+        let (old_mean, old_var) = self.values()?;
+        let unbias = count as f64 / (count as f64 - 1.0).max(1.0);
+        let blend = |old: &[f64], new: &[f64], k: f64| -> Vec<f64> { old.iter().zip(new).map(|(o, v)| (1.0 - momentum) * o + momentum * v * k).collect() };
+        let write = |t: &Tensor, v: Vec<f64>| t.copy_(&Tensor::from_vec(v, &[t.numel()])?.reshape(&t.shape().iter().map(|&d| d as i64).collect::<Vec<_>>())?);
+        write(self.mean, blend(&old_mean, mean, 1.0))?;
+        write(self.var, blend(&old_var, var, unbias))
+    }
+}
+
+/// Per-channel mean and biased variance from per-(n, c) row statistics of equal counts.
+fn combine_over_batch(mean: &[f64], var: &[f64], n: usize, c: usize) -> (Vec<f64>, Vec<f64>) {
+    (0..c)
+        .map(|ch| {
+            let m = (0..n).map(|i| mean[i * c + ch]).sum::<f64>() / n as f64;
+            let v = (0..n).map(|i| var[i * c + ch] + (mean[i * c + ch] - m).powi(2)).sum::<f64>() / n as f64;
+            (m, v)
+        })
+        .unzip()
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<Tensor> {
+    check_float(x, "batch_norm")?;
+    let (n, c, s) = channels(x, "batch_norm")?;
+    let (w, b) = (per_channel(weight, c, "weight")?, per_channel(bias, c, "bias")?);
+    if let Some(r) = &running {
+        r.check(c)?;
+    }
+    if training && n * s <= 1 {
+        bail!(Value, "Expected more than 1 value per channel when training, got input size {}", shape_str(x.shape()));
+    }
+    if x.numel() == 0 {
+        return Ok(Tensor::uninit(x.shape(), x.dtype()));
+    }
+    let xc = x.contiguous();
+    let (mean, var) = match (&running, training) {
+        (_, true) => {
+            let (m, v) = row_moments(&xc, n * c);
+            let (m, v) = combine_over_batch(&m, &v, n, c);
+            if let Some(r) = &running {
+                r.update(&m, &v, n * s, momentum)?;
+            }
+            (m, v)
+        }
+        (Some(r), false) => r.values()?,
+        (None, false) => bail!(Runtime, "batch_norm: running_mean and running_var must be given when training=False"),
+    };
+    let (scale, shift) = scale_shift(&mean, &var, eps, &w, &b, |ch| ch);
+    let per_row = |v: &[f64]| (0..n * c).map(|r| v[r % c]).collect::<Vec<_>>();
+    Ok(affine(&xc, &per_row(&scale), &per_row(&shift)))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn instance_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, use_input_stats: bool, momentum: f64, eps: f64) -> Result<Tensor> {
+    check_float(x, "instance_norm")?;
+    let (n, c, s) = channels(x, "instance_norm")?;
+    let (w, b) = (per_channel(weight, c, "weight")?, per_channel(bias, c, "bias")?);
+    if let Some(r) = &running {
+        r.check(c)?;
+    }
+    if use_input_stats && s <= 1 {
+        bail!(Value, "Expected more than 1 spatial element when training, got input size {}", shape_str(x.shape()));
+    }
+    if x.numel() == 0 {
+        return Ok(Tensor::uninit(x.shape(), x.dtype()));
+    }
+    let xc = x.contiguous();
+    let (mean, var) = match (&running, use_input_stats) {
+        (_, true) => {
+            let (m, v) = row_moments(&xc, n * c);
+            if let Some(r) = &running {
+                // PyTorch blends the batch average of the per-instance statistics.
+                let avg = |v: &[f64]| (0..c).map(|ch| (0..n).map(|i| v[i * c + ch]).sum::<f64>() / n as f64).collect::<Vec<_>>();
+                r.update(&avg(&m), &avg(&v), s, momentum)?;
+            }
+            (m, v)
+        }
+        (Some(r), false) => {
+            let (m, v) = r.values()?;
+            ((0..n * c).map(|i| m[i % c]).collect(), (0..n * c).map(|i| v[i % c]).collect())
+        }
+        (None, false) => bail!(Runtime, "Expected running_mean and running_var to be defined when use_input_stats is false"),
+    };
+    let (scale, shift) = scale_shift(&mean, &var, eps, &w, &b, |r| r % c);
+    Ok(affine(&xc, &scale, &shift))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softmax_rows_and_columns_agree() {
+        let v: Vec<f32> = (0..6 * 70).map(|i| (i as f32 * 0.37).sin() * 5.0).collect();
+        let x = Tensor::from_vec(v, &[6, 70]).unwrap();
+        let rows = softmax(&x.t().unwrap(), 1, false).unwrap();
+        let cols = softmax(&x, 0, false).unwrap().t().unwrap().contiguous();
+        let (a, b) = (rows.to_vec::<f32>().unwrap(), cols.to_vec::<f32>().unwrap());
+        assert!(a.iter().zip(&b).all(|(p, q)| (p - q).abs() < 1e-6));
+        let row0: f32 = a[..6].iter().sum();
+        assert!((row0 - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn layer_norm_centres_and_scales() {
+        let x = Tensor::from_vec((0..40).map(|i| i as f64).collect(), &[4, 10]).unwrap();
+        let y = layer_norm(&x, &[10], None, None, 0.0).unwrap().to_vec::<f64>().unwrap();
+        let row = &y[..10];
+        assert!(row.iter().sum::<f64>().abs() < 1e-12);
+        assert!((row.iter().map(|v| v * v).sum::<f64>() / 10.0 - 1.0).abs() < 1e-12);
+    }
+}
