@@ -200,6 +200,8 @@ for _name in ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedi
     _method(_name, getattr(ember._sort_api, _name))
 _method("cumsum_", lambda self, dim, *, dtype=None: self.copy_(ember._sort_api.cumsum(self, dim, dtype=dtype)))
 _method("cumprod_", lambda self, dim, *, dtype=None: self.copy_(ember._sort_api.cumprod(self, dim, dtype=dtype)))
+
+
 def _softmax_method(log):
     def method(self, dim, dtype=None):
         return (_functional.log_softmax if log else _functional.softmax)(self, dim, dtype=dtype)
