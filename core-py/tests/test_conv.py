@@ -6,7 +6,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 import ember
 import ember.nn.functional as F
-from conftest import FLOATS, to_np
+from tensor_helpers import FLOATS, to_np
 
 TOL = {"float32": 2e-4, "float64": 1e-10, "float16": 2e-2, "bfloat16": 1e-1}
 SPATIAL = "xyz"

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import ember
-from conftest import assert_close, to_np
+from tensor_helpers import assert_close, to_np
 
 CASES = [
     ("ij,jk->ik", [(3, 4), (4, 5)]),

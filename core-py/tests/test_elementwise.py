@@ -3,7 +3,7 @@ import pytest
 import scipy.special as sp
 
 import ember
-from conftest import ALL, FLOATS, INTS, assert_close, layouts, to_np
+from tensor_helpers import ALL, FLOATS, INTS, assert_close, layouts, to_np
 
 SHAPES = [(5, 7), (3, 4, 6), (), (0, 3), (70000,)]
 

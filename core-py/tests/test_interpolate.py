@@ -7,7 +7,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from conftest import FLOATS, to_np
+from tensor_helpers import FLOATS, to_np
 
 TOL = {"float32": 2e-5, "float64": 1e-12, "float16": 4e-3, "bfloat16": 3e-2}
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import ember
-from conftest import FLOATS, assert_close, to_np
+from tensor_helpers import FLOATS, assert_close, to_np
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [ember.int32, ember.int64], ids=str)

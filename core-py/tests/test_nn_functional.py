@@ -5,7 +5,7 @@ import scipy.special as sp
 
 import ember
 import ember.nn.functional as F
-from conftest import FLOATS, assert_close, layouts, to_np
+from tensor_helpers import FLOATS, assert_close, layouts, to_np
 
 TOL = {"float32": 2e-5, "float64": 1e-10, "float16": 4e-3, "bfloat16": 3e-2}
 

@@ -5,7 +5,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from conftest import ALL, FLOATS, to_np
+from tensor_helpers import ALL, FLOATS, to_np
 
 NP_MODE = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import ember
-from conftest import ALL, FLOATS, INTS, assert_close, layouts, to_np
+from tensor_helpers import ALL, FLOATS, INTS, assert_close, layouts, to_np
 
 DIMS = [None, 0, 1, -1, (0, 1), (0, 2), (2, 0, 1)]
 

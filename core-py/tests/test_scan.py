@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import ember
-from conftest import ALL, FLOATS, INTS, assert_close, layouts, rounded, to_np
+from tensor_helpers import ALL, FLOATS, INTS, assert_close, layouts, rounded, to_np
 
 NAN = float("nan")
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ember
-from conftest import ALL, FLOATS, INTS, assert_close, layouts, to_np
+from tensor_helpers import ALL, FLOATS, INTS, assert_close, layouts, to_np
 
 NAN = float("nan")
 SORTABLE = ALL

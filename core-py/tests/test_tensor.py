@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ember
-from conftest import ALL, to_np
+from tensor_helpers import ALL, to_np
 
 
 def test_dtype_promotion_matches_pytorch():
