@@ -33,16 +33,22 @@ fn desc_pair<T: Element>(a: &(T, i64), b: &(T, i64)) -> Ordering {
     cmp_asc(&b.0, &a.0).then(a.1.cmp(&b.1))
 }
 
-fn pair_order<T: Element>(descending: bool) -> fn(&(T, i64), &(T, i64)) -> Ordering {
-    if descending {
-        desc_pair::<T>
-    } else {
-        asc_pair::<T>
-    }
+/// Runs `$body` with `$order` bound to the pair comparator of element type `$T` for
+/// `$descending`: a fn item, not a fn pointer, so the sort loops inline it.
+macro_rules! with_pair_order {
+    ($descending:expr, $T:ty, $order:ident, $body:expr) => {
+        if $descending {
+            let $order = desc_pair::<$T>;
+            $body
+        } else {
+            let $order = asc_pair::<$T>;
+            $body
+        }
+    };
 }
 
 /// Sorts a whole row; a single long row is sorted on every core instead of one.
-fn sort_pairs<T: Element>(pairs: &mut [(T, i64)], order: fn(&(T, i64), &(T, i64)) -> Ordering, whole_tensor: bool) {
+fn sort_pairs<T: Element>(pairs: &mut [(T, i64)], order: impl Fn(&(T, i64), &(T, i64)) -> Ordering + Send + Sync, whole_tensor: bool) {
     if whole_tensor && pairs.len() >= 2 * GRAIN {
         pool().install(|| pairs.par_sort_unstable_by(order));
     } else {
@@ -137,7 +143,7 @@ pub fn sort(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> 
         let [sx, sv, si] = rows.steps;
         rows.for_each(n * 8, |_, [bx, bv, bi]| unsafe {
             let mut pairs = read_pairs(px, bx, sx, n);
-            sort_pairs(&mut pairs, pair_order::<T>(descending), whole);
+            with_pair_order!(descending, T, order, sort_pairs(&mut pairs, order, whole));
             write_pairs(&pairs, (pv, bv, sv), (pi, bi, si));
         });
     });
@@ -163,16 +169,17 @@ pub fn topk(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result
     with_dtype!(xs.dtype(), T, {
         let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
         let [sx, sv, si] = rows.steps;
-        let order = pair_order::<T>(largest);
         rows.for_each(n * 2, |_, [bx, bv, bi]| unsafe {
             let mut pairs = read_pairs(px, bx, sx, n);
-            if k > 0 && k < n {
-                pairs.select_nth_unstable_by(k - 1, order);
-            }
-            pairs.truncate(k);
-            if sorted {
-                pairs.sort_unstable_by(order);
-            }
+            with_pair_order!(largest, T, order, {
+                if k > 0 && k < n {
+                    pairs.select_nth_unstable_by(k - 1, order);
+                }
+                pairs.truncate(k);
+                if sorted {
+                    pairs.sort_unstable_by(order);
+                }
+            });
             write_pairs(&pairs, (pv, bv, sv), (pi, bi, si));
         });
     });
@@ -427,8 +434,14 @@ fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Ten
         let p = Ptr(moved.data_ptr::<T>());
         // An empty slice must not come from the (possibly dangling) pointer of an empty buffer.
         let row = |i: usize| if m == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p.at((i * m) as isize) as *const T, m) } };
-        let cmp = |a: usize, b: usize| row(a).iter().zip(row(b)).map(|(u, v)| cmp_asc(u, v)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal);
-        group_keys(n, consecutive, cmp, |a, b| row(a) == row(b))
+        if m == 1 {
+            // Plain elements (the common `unique(t)`): compare values, not one-element slices.
+            let at = |i: usize| unsafe { &*(p.at(i as isize) as *const T) };
+            group_keys(n, consecutive, |a, b| cmp_asc(at(a), at(b)), |a, b| at(a) == at(b))
+        } else {
+            let cmp = |a: usize, b: usize| row(a).iter().zip(row(b)).map(|(u, v)| cmp_asc(u, v)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal);
+            group_keys(n, consecutive, cmp, |a, b| row(a) == row(b))
+        }
     });
     let mut shape = moved.shape().to_vec();
     shape[0] = firsts.len();
