@@ -1,7 +1,6 @@
 //! Embedding lookups: rows of a (num_embeddings, embedding_dim) weight picked by integer
 //! indices, pooled per bag for `embedding_bag`, and the in-place `max_norm` renormalisation.
 use super::map::Ptr;
-use super::nn::long_name;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -19,7 +18,7 @@ fn check_weight(weight: &Tensor) -> Result<(usize, usize)> {
 /// The indices as i64, checked to be an integer tensor whose values address a row of `weight`.
 fn checked_indices(indices: &Tensor, rows: usize, what: &str) -> Result<Vec<i64>> {
     if !matches!(indices.dtype(), DType::I64 | DType::I32) {
-        bail!(Runtime, "Expected tensor for argument #1 '{what}' to have one of the following scalar types: Long, Int; but got {} instead", long_name(indices.dtype()));
+        bail!(Runtime, "Expected tensor for argument #1 '{what}' to have one of the following scalar types: Long, Int; but got {} instead", indices.dtype().legacy_name());
     }
     let idx = indices.to_dtype(DType::I64).contiguous().to_vec::<i64>()?;
     if idx.iter().any(|&i| i < 0 || i as usize >= rows) {
@@ -55,7 +54,7 @@ pub fn embedding(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
 pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {
     let (rows, dim) = check_weight(weight)?;
     if !weight.dtype().is_float() {
-        bail!(Runtime, "\"embedding_renorm_\" not implemented for '{}'", long_name(weight.dtype()));
+        bail!(Runtime, "\"embedding_renorm_\" not implemented for '{}'", weight.dtype().legacy_name());
     }
     let mut idx = checked_indices(indices, rows, "indices")?;
     idx.sort_unstable();

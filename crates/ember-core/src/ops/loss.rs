@@ -47,10 +47,10 @@ fn expected_target(ish: &[usize]) -> String {
 /// mean reduction divides by it, and label smoothing needs it too).
 pub fn nll_loss(input: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: Reduction, ignore_index: i64) -> Result<(Tensor, Tensor)> {
     if !input.dtype().is_float() {
-        bail!(Runtime, "\"nll_loss\" not implemented for '{}'", super::nn::long_name(input.dtype()));
+        bail!(Runtime, "\"nll_loss\" not implemented for '{}'", input.dtype().legacy_name());
     }
     if target.dtype() != DType::I64 {
-        bail!(Runtime, "expected scalar type Long but found {}", super::nn::long_name(target.dtype()));
+        bail!(Runtime, "expected scalar type Long but found {}", target.dtype().legacy_name());
     }
     let (n, c, s) = nll_shapes(input, target)?;
     let w = match weight {

@@ -119,25 +119,11 @@ fn max_of<R: Real>(a: R, b: R) -> R {
 
 fn check_float(x: &Tensor, kernel: &str) -> Result<()> {
     if !x.dtype().is_float() {
-        bail!(Runtime, "\"{kernel}\" not implemented for '{}'", long_name(x.dtype()));
+        bail!(Runtime, "\"{kernel}\" not implemented for '{}'", x.dtype().legacy_name());
     }
     Ok(())
 }
 
-pub fn long_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I8 => "Char",
-        DType::I16 => "Short",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    }
-}
 
 // ---- softmax / log_softmax ----
 

@@ -75,7 +75,7 @@ pub fn reduce(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dty
     };
     let d = x.dtype();
     if op == Mean && !d.is_float() {
-        bail!(Runtime, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", long_name(d));
+        bail!(Runtime, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", d.legacy_name());
     }
     if matches!(op, Amax | Amin) && count == 0 && x.numel() > 0 || matches!(op, Amax | Amin) && x.numel() == 0 {
         bail!(Index, "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.", if op == Amax { "amax" } else { "amin" });
@@ -128,20 +128,6 @@ fn mean_of<A: num_traits::Float>(sum: A, n: usize) -> A {
     sum / A::from(n).unwrap()
 }
 
-fn long_name(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I8 => "Char",
-        DType::I16 => "Short",
-        DType::I32 => "Int",
-        DType::I64 => "Long",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    }
-}
 
 /// Folds `len` elements at `p` (stride `s`) into `acc`, 8 lanes at a time when contiguous.
 #[inline(always)]
