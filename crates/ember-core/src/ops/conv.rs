@@ -15,7 +15,7 @@ use crate::tensor::Tensor;
 
 /// Column-buffer budget per tile, in elements: large enough for GEMM to run at full speed,
 /// small enough to stay in the outer caches.
-const COLUMN_BUDGET: usize = 1 << 19;
+const COLUMN_BUDGET: usize = 1 << 18;
 
 /// Multiply-adds per GEMM below which tasks run one per thread; larger GEMMs are split across
 /// all threads instead, which keeps each thread's share of the weights and output in cache.
@@ -410,7 +410,7 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
     };
     let tasks = batch * groups * tiles;
     let per_task = cout * k * rows_per_tile * g.output[2];
-    if tasks > 1 && per_task < SMALL_GEMM {
+    if tasks >= threads.max(2) || (tasks > 1 && per_task < SMALL_GEMM) {
         for_range(tasks, 1, |s, e| {
             let mut cols = Vec::new();
             (s..e).for_each(|t| task(t, &mut cols, 1));
