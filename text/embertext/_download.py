@@ -123,7 +123,11 @@ def _continues_at(response, offset):
 
 def copy_stream(source, out, desc, total=None, initial=0, progress=True):
     """Copies `source` into `out` in chunks, with a tqdm bar (`TQDM_DISABLE=1` silences it)."""
-    with tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc=desc, disable=not progress) as bar:
+    # tqdm reads TQDM_DISABLE once, when it is imported; reading it here honours a later change.
+    # (`disable` is passed only to turn the bar off: passed as False it would override tqdm's own.)
+    off = not progress or os.environ.get("TQDM_DISABLE", "").lower() in ("1", "true", "yes")
+    silence = {"disable": True} if off else {}
+    with tqdm(total=total, initial=initial, unit="B", unit_scale=True, desc=desc, **silence) as bar:
         while chunk := source.read(_CHUNK):
             out.write(chunk)
             bar.update(len(chunk))

@@ -548,3 +548,13 @@ def test_file_urls_work_as_mirrors(monkeypatch, tmp_path):
     local.write_bytes(files["SST-2.zip"])
     monkeypatch.setitem(RESOURCES, "SST-2.zip", Resource(local.as_uri(), _md5(files["SST-2.zip"])))
     assert list(datasets.SST2(root=tmp_path / "root", split="test")) == expected["test"]
+
+
+def test_downloads_show_a_progress_bar_that_tqdm_disable_silences(mirror, tmp_path, capsys):
+    publish(mirror, "SST2")
+    mirror.monkeypatch.delenv("TQDM_DISABLE")
+    list(datasets.SST2(root=tmp_path / "shown", split="dev"))
+    assert "SST-2.zip" in capsys.readouterr().err
+    mirror.monkeypatch.setenv("TQDM_DISABLE", "1")
+    list(datasets.SST2(root=tmp_path / "silent", split="dev"))
+    assert "SST-2.zip" not in capsys.readouterr().err
