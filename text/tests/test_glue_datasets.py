@@ -115,25 +115,22 @@ def _tar_gz(files):
 # ---------------------------------------------------------------------------------------------
 # Each dataset's files as the real ones are laid out, and the rows TorchText yields from them.
 
-COLA_ROWS = "gj04\t1\t\tOur friends won't buy this analysis, let alone the next one we propose.\ngj04\t0\t*\tThey drank the pub.\n"
-
-
 def cola_files():
     archive = _zip(
         {
             "cola_public/README": "CoLA\n",
-            "cola_public/raw/in_domain_train.tsv": COLA_ROWS,
-            "cola_public/raw/in_domain_dev.tsv": "bc01\t1\t\tThe sailors rode the breeze clear of the rocks.\n",
+            "cola_public/raw/in_domain_train.tsv": "gj04\t1\t\tOur friends won't buy this analysis.\ngj04\t0\t*\tThey drank the pub.\n",
+            "cola_public/raw/in_domain_dev.tsv": "bc01\t1\t\tThe sailors rode the breeze.\n",
             "cola_public/raw/out_of_domain_dev.tsv": "clc95\t0\t*\tSomebody just left - guess who.\n",
             # Same file names, other content: only the raw tables may be read.
-            "cola_public/tokenized/in_domain_train.tsv": "gj04\t1\t\tour friends wo n't buy this analysis\n",
+            "cola_public/tokenized/in_domain_train.tsv": "gj04\t1\t\tour friends wo n't buy\n",
             "cola_public/tokenized/in_domain_dev.tsv": "bc01\t1\t\tthe sailors rode\n",
         }
     )
     expected = {
         # The first sentence is kept: the raw tables have no header (TorchText 0.13 drops it).
-        "train": [("gj04", 1, "Our friends won't buy this analysis, let alone the next one we propose."), ("gj04", 0, "They drank the pub.")],
-        "dev": [("bc01", 1, "The sailors rode the breeze clear of the rocks.")],
+        "train": [("gj04", 1, "Our friends won't buy this analysis."), ("gj04", 0, "They drank the pub.")],
+        "dev": [("bc01", 1, "The sailors rode the breeze.")],
         "test": [("clc95", 0, "Somebody just left - guess who.")],
     }
     return {"cola_public_1.1.zip": archive}, expected
@@ -142,39 +139,27 @@ def cola_files():
 def sst2_files():
     archive = _zip(
         {
-            "SST-2/train.tsv": 'sentence\tlabel\nhide new secretions from the parental units \t0\nit \'s a " cool " movie \t1\n',
-            "SST-2/dev.tsv": "sentence\tlabel\nit 's a charming and often affecting journey . \t1\n",
-            "SST-2/test.tsv": "index\tsentence\n0\tuneasy mishmash of styles and genres .\n1\tthis film 's relationship to actual tension \n",
+            "SST-2/train.tsv": 'sentence\tlabel\nhide new secretions \t0\nit \'s a " cool " movie \t1\n',
+            "SST-2/dev.tsv": "sentence\tlabel\na charming journey . \t1\n",
+            "SST-2/test.tsv": "index\tsentence\n0\tuneasy mishmash .\n1\tactual tension \n",
             "SST-2/original/README.txt": "Stanford Sentiment Treebank\n",
         }
     )
     expected = {
-        "train": [("hide new secretions from the parental units", 0), ('it \'s a " cool " movie', 1)],
-        "dev": [("it 's a charming and often affecting journey .", 1)],
-        "test": [("uneasy mishmash of styles and genres .",), ("this film 's relationship to actual tension",)],
+        "train": [("hide new secretions", 0), ('it \'s a " cool " movie', 1)],
+        "dev": [("a charming journey .", 1)],
+        "test": [("uneasy mishmash .",), ("actual tension",)],
     }
     return {"SST-2.zip": archive}, expected
 
 
-MRPC_HEADER = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
-
-
 def mrpc_files():
-    train = MRPC_HEADER + (
-        '1\t702876\t702977\tAmrozi accused his brother , whom he called " the witness " , of deliberately distorting his evidence .'
-        '\tReferring to him as only " the witness " , Amrozi accused his brother of deliberately distorting his evidence .\n'
-        "0\t2108705\t2108831\tYucaipa owned Dominick 's before selling the chain to Safeway in 1998 for $ 2.5 billion .\t"
-        "Yucaipa bought Dominick 's in 1995 for $ 693 million and sold it to Safeway for $ 1.8 billion in 1998 .\n"
-    )
-    test = MRPC_HEADER + "1\t1089874\t1089925\tPCCW 's chief operating officer , Mike Butcher , and Alex Arena .\tCurrent Chief Operating Officer Mike Butcher and Alex Arena .\n"
+    header = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"  # the real files start with a BOM
+    train = header + '1\t702876\t702977\the called " the witness " .\tas only " the witness " .\n0\t2108705\t2108831\tA .\tB .\n'
+    test = header + "1\t1089874\t1089925\tPCCW 's chief .\tThe chief .\n"
     expected = {
-        "train": [
-            (1, 'Amrozi accused his brother , whom he called " the witness " , of deliberately distorting his evidence .',
-             'Referring to him as only " the witness " , Amrozi accused his brother of deliberately distorting his evidence .'),
-            (0, "Yucaipa owned Dominick 's before selling the chain to Safeway in 1998 for $ 2.5 billion .",
-             "Yucaipa bought Dominick 's in 1995 for $ 693 million and sold it to Safeway for $ 1.8 billion in 1998 ."),
-        ],
-        "test": [(1, "PCCW 's chief operating officer , Mike Butcher , and Alex Arena .", "Current Chief Operating Officer Mike Butcher and Alex Arena .")],
+        "train": [(1, 'he called " the witness " .', 'as only " the witness " .'), (0, "A .", "B .")],
+        "test": [(1, "PCCW 's chief .", "The chief .")],
     }
     return {"msr_paraphrase_train.txt": train.encode(), "msr_paraphrase_test.txt": test.encode()}, expected
 
@@ -182,12 +167,12 @@ def mrpc_files():
 def qqp_files():
     table = (
         "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
-        "0\t1\t2\tWhat is the step by step guide to invest in share market in india?\tWhat is the step by step guide to invest in share market?\t0\n"
-        '1\t3\t4\t"How do I say ""hi""\nin French?"\tHow can I greet someone in French?\t1\n'
+        "0\t1\t2\tHow to invest in share market in india?\tHow to invest in share market?\t0\n"
+        '1\t3\t4\t"How do I say ""hi""\nin French?"\tHow can I greet someone in French?\t1\n'  # quoted, on two lines
     )
     expected = {
         "train": [
-            (0, "What is the step by step guide to invest in share market in india?", "What is the step by step guide to invest in share market?"),
+            (0, "How to invest in share market in india?", "How to invest in share market?"),
             (1, 'How do I say "hi"\nin French?', "How can I greet someone in French?"),
         ]
     }
@@ -198,18 +183,18 @@ def stsb_files():
     archive = _tar_gz(
         {
             "stsbenchmark/readme.txt": "STS Benchmark\n",
-            "stsbenchmark/sts-train.csv": "main-captions\tMSRvid\t2012test\t0001\t5.000\tA plane is taking off.\tAn air plane is taking off.\n",
-            "stsbenchmark/sts-dev.csv": "main-captions\tMSRvid\t2012test\t0000\t5.000\tA man with a hard hat is dancing.\tA man wearing a hard hat is dancing.\n",
+            "stsbenchmark/sts-train.csv": "main-captions\tMSRvid\t2012test\t0001\t5.000\tA plane takes off.\tAn air plane takes off.\n",
+            "stsbenchmark/sts-dev.csv": "main-captions\tMSRvid\t2012test\t0000\t5.000\tA man dances.\tA man is dancing.\n",
             "stsbenchmark/sts-test.csv": (
-                "main-captions\tMSRvid\t2012test\t0024\t2.500\tA girl is styling her hair.\tA girl is brushing her hair.\n"
-                "main-news\theadlines\t2013\t0056\t0.400\tObama signs \"budget\" bill\tSenate passes bill\tsrc-a\tsrc-b\n"
+                "main-captions\tMSRvid\t2012test\t0024\t2.500\tA girl styles her hair.\tA girl brushes her hair.\n"
+                'main-news\theadlines\t2013\t0056\t0.400\tObama signs "budget" bill\tSenate passes bill\tsrc-a\tsrc-b\n'
             ),
         }
     )
     expected = {
-        "train": [(1, 5.0, "A plane is taking off.", "An air plane is taking off.")],
-        "dev": [(0, 5.0, "A man with a hard hat is dancing.", "A man wearing a hard hat is dancing.")],
-        "test": [(24, 2.5, "A girl is styling her hair.", "A girl is brushing her hair."), (56, 0.4, 'Obama signs "budget" bill', "Senate passes bill")],
+        "train": [(1, 5.0, "A plane takes off.", "An air plane takes off.")],
+        "dev": [(0, 5.0, "A man dances.", "A man is dancing.")],
+        "test": [(24, 2.5, "A girl styles her hair.", "A girl brushes her hair."), (56, 0.4, 'Obama signs "budget" bill', "Senate passes bill")],
     }
     return {"Stsbenchmark.tar.gz": archive}, expected
 
@@ -220,77 +205,78 @@ MNLI_HEADER = (
 )
 
 
-def _mnli_line(label, premise, hypothesis, genre="fiction"):
+def _mnli_line(label, premise, hypothesis):
     parses = f"( {premise} )\t( {hypothesis} )\t(ROOT {premise})\t(ROOT {hypothesis})"
-    return f"{label}\t{parses}\t{premise}\t{hypothesis}\t31193\t31193n\t{genre}\t{label}\t\t\t\t\n"
+    return f"{label}\t{parses}\t{premise}\t{hypothesis}\t31193\t31193n\tfiction\t{label}\t\t\t\t\n"
 
 
 def mnli_files():
     tables = {
-        "train": [("neutral", "Conceptually cream skimming has two basic dimensions.", "Product and geography are what make cream skimming work."),
-                  ("entailment", "you know during the season", "You lose the things to the following level."),
-                  ("contradiction", "One of our number will carry out your instructions.", "Nobody will carry them out.")],
-        "dev_matched": [("-", "The new rights are nice enough", "Everyone really likes the newest benefits"),
-                        ("contradiction", "This site includes a list of all award winners.", "The site does not have a list.")],
-        "dev_mismatched": [("entailment", "Your contribution helped make it possible.", "Your contributions were of no help."),
-                           ("-", "The answer is unclear.", "Nobody knows.")],
+        "train": [("neutral", "Cream skimming has two dimensions.", "Geography makes it work."),
+                  ("entailment", "you know during the season", "You lose things."),
+                  ("contradiction", "One of us will do it.", "Nobody will do it.")],
+        "dev_matched": [("-", "The new rights are nice", "Everyone likes them"), ("contradiction", "It lists the winners.", "It has no list.")],
+        "dev_mismatched": [("entailment", "Your gift helped.", "Your gift was of help."), ("-", "It is unclear.", "Nobody knows.")],
     }
-    files = {f"multinli_1.0/multinli_1.0_{split}.txt": MNLI_HEADER + "".join(_mnli_line(*row) for row in rows) for split, rows in tables.items()}
+    files = {f"multinli_1.0/multinli_1.0_{s}.txt": MNLI_HEADER + "".join(_mnli_line(*r) for r in rows) for s, rows in tables.items()}
     files.update({f"multinli_1.0/multinli_1.0_{split}.jsonl": "{}\n" for split in tables})
     files["__MACOSX/multinli_1.0/._multinli_1.0_train.txt"] = "resource fork junk\n"
-    labels = {"entailment": 0, "neutral": 1, "contradiction": 2}
-    expected = {split: [(labels[l], p, h) for l, p, h in rows if l != "-"] for split, rows in tables.items()}
+    expected = {  # gold label "-" (no agreement) is left out
+        "train": [(1, "Cream skimming has two dimensions.", "Geography makes it work."),
+                  (0, "you know during the season", "You lose things."),
+                  (2, "One of us will do it.", "Nobody will do it.")],
+        "dev_matched": [(2, "It lists the winners.", "It has no list.")],
+        "dev_mismatched": [(0, "Your gift helped.", "Your gift was of help.")],
+    }
     return {"multinli_1.0.zip": _zip(files)}, expected
 
 
-def _glue_zip(folder, header, rows, test_rows):
+def _glue_zip(folder, header, rows):
+    """A GLUE archive: `<folder>/{train,dev,test}.tsv`, each with a header; test has no label column."""
     test_header = "\t".join(header.split("\t")[:3]) + "\n"
-    return _zip(
-        {
-            f"{folder}/train.tsv": header + "".join("\t".join(r) + "\n" for r in rows["train"]),
-            f"{folder}/dev.tsv": header + "".join("\t".join(r) + "\n" for r in rows["dev"]),
-            f"{folder}/test.tsv": test_header + "".join("\t".join(r) + "\n" for r in test_rows),
-        }
-    )
+    return _zip({f"{folder}/{split}.tsv": (test_header if split == "test" else header) + text for split, text in rows.items()})
 
 
 def qnli_files():
     rows = {
-        "train": [("0", "When did the third Digimon series begin?", "Unlike the two seasons before it, it was darker.", "not_entailment"),
-                  ("1", "Which missile batteries often have individual launchers?", "When MANPADS is operated by specialists.", "entailment")],
-        "dev": [("0", "What came into force after the new constitution was herald?", "As of that day, the new constitution heralding the Second Republic came into force.", "entailment")],
+        "train": "0\tWhen did the series begin?\tIt was darker.\tnot_entailment\n1\tWhich batteries have launchers?\tMANPADS do.\tentailment\n",
+        "dev": "0\tWhat came into force?\tThe new constitution came into force.\tentailment\n",
+        "test": "0\tWho is devoted to it?\tFor some decades prior to 1987...\n",
     }
-    test = [("0", "What organization is devoted to Jihad against Israel?", "For some decades prior to the First Palestine Intifada in 1987...")]
-    labels = {"entailment": 0, "not_entailment": 1}
-    expected = {s: [(labels[r[3]], r[1], r[2]) for r in rows[s]] for s in rows}
-    expected["test"] = [(r[1], r[2]) for r in test]
-    return {"QNLIv2.zip": _glue_zip("QNLI", "index\tquestion\tsentence\tlabel\n", rows, test)}, expected
+    expected = {
+        "train": [(1, "When did the series begin?", "It was darker."), (0, "Which batteries have launchers?", "MANPADS do.")],
+        "dev": [(0, "What came into force?", "The new constitution came into force.")],
+        "test": [("Who is devoted to it?", "For some decades prior to 1987...")],
+    }
+    return {"QNLIv2.zip": _glue_zip("QNLI", "index\tquestion\tsentence\tlabel\n", rows)}, expected
 
 
 def rte_files():
     rows = {
-        "train": [("0", "No Weapons of Mass Destruction Found in Iraq Yet.", "Weapons of Mass Destruction Found in Iraq.", "not_entailment"),
-                  ("1", "A place of sorrow, after Pope John Paul II died, became a place of celebration.", "Pope Benedict XVI is the new leader.", "entailment")],
-        "dev": [("0", "Dana Reeve, the widow of the actor Christopher Reeve, has died of lung cancer at age 44.", "Christopher Reeve had an accident.", "not_entailment")],
+        "train": "0\tNo weapons found in Iraq yet.\tWeapons found in Iraq.\tnot_entailment\n1\tA place of sorrow became one of joy.\tIt is joyful.\tentailment\n",
+        "dev": "0\tDana Reeve has died at age 44.\tChristopher Reeve had an accident.\tnot_entailment\n",
+        "test": "0\tMangla was summoned after a complaint.\tShukla is related to Mangla.\n",
     }
-    test = [("0", "Mangla was summoned after Madhumita's sister Nidhi Shukla made a complaint.", "Shukla is related to Mangla.")]
-    labels = {"entailment": 0, "not_entailment": 1}
-    expected = {s: [(labels[r[3]], r[1], r[2]) for r in rows[s]] for s in rows}
-    expected["test"] = [(r[1], r[2]) for r in test]
-    return {"RTE.zip": _glue_zip("RTE", "index\tsentence1\tsentence2\tlabel\n", rows, test)}, expected
+    expected = {
+        "train": [(1, "No weapons found in Iraq yet.", "Weapons found in Iraq."), (0, "A place of sorrow became one of joy.", "It is joyful.")],
+        "dev": [(1, "Dana Reeve has died at age 44.", "Christopher Reeve had an accident.")],
+        "test": [("Mangla was summoned after a complaint.", "Shukla is related to Mangla.")],
+    }
+    return {"RTE.zip": _glue_zip("RTE", "index\tsentence1\tsentence2\tlabel\n", rows)}, expected
 
 
 def wnli_files():
     rows = {
-        "train": [("0", "I stuck a pin through a carrot. When I pulled the pin out, it had a hole.", "The carrot had a hole.", "1"),
-                  ("1", "John couldn't see the stage with Billy in front of him because he is so short.", "John is so short.", "1"),
-                  ("2", "The police arrested all of the gang members.", "The police were trying to stop the drug trade.", "0")],
-        "dev": [("0", "The drain is clogged with hair. It has to be cleaned.", "The hair has to be cleaned.", "0")],
+        "train": "0\tI pulled the pin out; it had a hole.\tThe carrot had a hole.\t1\n1\tThe police arrested the gang.\tThe police stopped trade.\t0\n",
+        "dev": "0\tThe drain is clogged with hair. It has to be cleaned.\tThe hair has to be cleaned.\t0\n",
+        "test": "0\tMaude had seen the trains.\tHorses ran away.\n",
     }
-    test = [("0", "Maude and Dora had seen the trains rushing across the prairie.", "Horses ran away when the trains came.")]
-    expected = {s: [(int(r[3]), r[1], r[2]) for r in rows[s]] for s in rows}
-    expected["test"] = [(r[1], r[2]) for r in test]
-    return {"WNLI.zip": _glue_zip("WNLI", "index\tsentence1\tsentence2\tlabel\n", rows, test)}, expected
+    expected = {
+        "train": [(1, "I pulled the pin out; it had a hole.", "The carrot had a hole."), (0, "The police arrested the gang.", "The police stopped trade.")],
+        "dev": [(0, "The drain is clogged with hair. It has to be cleaned.", "The hair has to be cleaned.")],
+        "test": [("Maude had seen the trains.", "Horses ran away.")],
+    }
+    return {"WNLI.zip": _glue_zip("WNLI", "index\tsentence1\tsentence2\tlabel\n", rows)}, expected
 
 
 BUILDERS = {
