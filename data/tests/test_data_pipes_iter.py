@@ -182,6 +182,25 @@ def test_zip_concat_mux_cycle_header_enumerate():
         Zipper()
 
 
+def test_set_length_states_the_length_and_keeps_every_sample():
+    evens = dp(10).filter(_is_even)
+    with pytest.raises(TypeError, match="valid length"):
+        len(evens)
+    sized = evens.set_length(5)
+    assert list(sized) == [0, 2, 4, 6, 8] and len(sized) == 5
+    # Unlike header(), a wrong length cuts nothing: it is only what len() reports.
+    assert list(evens.set_length(2)) == [0, 2, 4, 6, 8]
+    assert len(sized.shuffle().sharding_filter()) == 5
+    with pytest.raises(ValueError, match="length must be >= 0"):
+        dp().set_length(-1)
+    with pytest.raises(TypeError, match="length must be an int"):
+        dp().set_length(2.0)
+
+
+def _is_even(x):
+    return x % 2 == 0
+
+
 def test_fork_children_see_everything_and_buffer_is_bounded():
     a, b = dp(5).fork(num_instances=2)
     assert list(a.zip(b)) == [(i, i) for i in range(5)]

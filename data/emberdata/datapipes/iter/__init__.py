@@ -12,6 +12,7 @@ from emberdata.datapipes.iter._basic import (
     Header,
     InBatchShuffler,
     IterableWrapper,
+    LengthSetter,
     Mapper,
     MapToIterConverter,
     Multiplexer,

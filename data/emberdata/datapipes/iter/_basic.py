@@ -365,6 +365,25 @@ class Header(IterDataPipe):
             return self.limit
 
 
+@functional_datapipe("set_length")
+class LengthSetter(IterDataPipe):
+    """Gives the source the `len()` `length`; the samples pass through unchanged (TorchData 0.4).
+
+    For pipes whose length is known but cannot be computed, such as a parsed file behind a
+    `filter`: `Header` would cut the samples, this only states how many there are.
+    """
+
+    def __init__(self, source_datapipe, length):
+        self.source_datapipe = check_datapipe(source_datapipe, "LengthSetter: source_datapipe")
+        self.length = check_int(length, "LengthSetter: length", minimum=0)
+
+    def __iter__(self):
+        yield from self.source_datapipe
+
+    def __len__(self):
+        return self.length
+
+
 @functional_datapipe("enumerate")
 class Enumerator(IterDataPipe):
     """`(index, sample)` pairs, counting from `starting_index`."""
