@@ -11,11 +11,61 @@ const ALIGN: usize = 64;
 const HUGE: usize = 4 << 20;
 const HUGE_ALIGN: usize = 2 << 20;
 
-fn alignment(bytes: usize) -> usize {
+/// Bytes actually reserved for a buffer of `bytes`: large ones round up to whole huge pages, so
+/// that buffers of nearby sizes share a size class in the cache.
+fn capacity(bytes: usize) -> usize {
     if bytes >= HUGE {
-        HUGE_ALIGN
+        bytes.div_ceil(HUGE_ALIGN) * HUGE_ALIGN
     } else {
-        ALIGN
+        bytes
+    }
+}
+
+fn layout(bytes: usize) -> AllocLayout {
+    let align = if bytes >= HUGE { HUGE_ALIGN } else { ALIGN };
+    AllocLayout::from_size_align(capacity(bytes), align).expect("tensor too large")
+}
+
+/// Freed large buffers kept for reuse. A fresh large buffer pays a page fault per page on first
+/// touch, and with huge pages sometimes a synchronous compaction stall: more than the op that
+/// fills it. Reusing a freed block of the same size class skips both, as glibc's heap does for
+/// NumPy and PyTorch. Bounded by `LARGE_CACHE_BYTES`, oldest evicted first.
+mod large_cache {
+    use super::{capacity, layout};
+    use std::alloc;
+    use std::sync::Mutex;
+
+    pub const LARGE_CACHE_BYTES: usize = 1 << 30;
+
+    struct Cache {
+        /// (capacity, address), oldest first.
+        blocks: Vec<(usize, usize)>,
+        total: usize,
+    }
+
+    static CACHE: Mutex<Cache> = Mutex::new(Cache { blocks: Vec::new(), total: 0 });
+
+    /// A cached block for `bytes`, if one of its size class is free.
+    pub fn take(bytes: usize) -> Option<*mut u8> {
+        let cap = capacity(bytes);
+        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        let i = c.blocks.iter().rposition(|&(b, _)| b == cap)?;
+        let (_, addr) = c.blocks.remove(i);
+        c.total -= cap;
+        Some(addr as *mut u8)
+    }
+
+    /// Keeps the block for reuse, evicting the oldest ones beyond the budget.
+    pub fn give(ptr: *mut u8, bytes: usize) {
+        let cap = capacity(bytes);
+        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        c.blocks.push((cap, ptr as usize));
+        c.total += cap;
+        while c.total > LARGE_CACHE_BYTES {
+            let (old, addr) = c.blocks.remove(0);
+            c.total -= old;
+            unsafe { alloc::dealloc(addr as *mut u8, layout(old)) };
+        }
     }
 }
 
@@ -51,13 +101,21 @@ impl CpuStorage {
         if bytes == 0 {
             return CpuStorage { ptr: NonNull::dangling(), bytes, owner: Owner::Ember };
         }
-        let layout = AllocLayout::from_size_align(bytes, alignment(bytes)).expect("tensor too large");
+        if bytes >= HUGE {
+            if let Some(raw) = large_cache::take(bytes) {
+                if zero {
+                    unsafe { std::ptr::write_bytes(raw, 0, bytes) };
+                }
+                return CpuStorage { ptr: NonNull::new(raw).unwrap(), bytes, owner: Owner::Ember };
+            }
+        }
+        let layout = layout(bytes);
         let raw = unsafe { if zero { alloc::alloc_zeroed(layout) } else { alloc::alloc(layout) } };
         let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
         #[cfg(target_os = "linux")]
         if bytes >= HUGE {
             // Advice only: where huge pages are off this is a no-op.
-            unsafe { libc::madvise(raw as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE) };
+            unsafe { libc::madvise(raw as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE) };
         }
         CpuStorage { ptr, bytes, owner: Owner::Ember }
     }
@@ -82,9 +140,10 @@ impl CpuStorage {
 
 impl Drop for CpuStorage {
     fn drop(&mut self) {
-        if matches!(self.owner, Owner::Ember) && self.bytes > 0 {
-            let layout = AllocLayout::from_size_align(self.bytes, alignment(self.bytes)).unwrap();
-            unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) }
+        match self.owner {
+            Owner::Ember if self.bytes >= HUGE => large_cache::give(self.ptr.as_ptr(), self.bytes),
+            Owner::Ember if self.bytes > 0 => unsafe { alloc::dealloc(self.ptr.as_ptr(), layout(self.bytes)) },
+            _ => {}
         }
     }
 }
@@ -115,5 +174,24 @@ impl Storage {
             Storage::Cuda(s) => match *s {},
             Storage::Metal(s) => match *s {},
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_buffers_are_reused_and_zeroed_on_request() {
+        let bytes = HUGE + 12345;
+        let first = CpuStorage::uninit(bytes);
+        let addr = first.as_ptr();
+        unsafe { std::ptr::write_bytes(addr, 0xAB, bytes) };
+        drop(first);
+        let again = CpuStorage::zeroed(bytes + 1);
+        assert_eq!(again.as_ptr(), addr, "same size class reuses the freed block");
+        let data = unsafe { std::slice::from_raw_parts(again.as_ptr(), again.bytes()) };
+        assert!(data.iter().all(|&b| b == 0));
+        assert_eq!(again.as_ptr() as usize % HUGE_ALIGN, 0);
     }
 }
