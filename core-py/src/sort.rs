@@ -60,11 +60,11 @@ fn quantile(
     Ok(wrap(nogil(py, x.t.numel(), || sorting::quantile(&x.t, &q, q_is_scalar, dim, keepdim, how, ignore_nan)).py()?))
 }
 
-/// (values, inverse, counts) of `unique` (sorted) or `unique_consecutive`.
+/// (values, inverse or None, counts) of `unique` (sorted) or `unique_consecutive`.
 #[pyfunction]
-fn unique(py: Python<'_>, x: &PyTensor, dim: Option<i64>, consecutive: bool) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
-    let (v, i, c) = nogil(py, x.t.numel(), || sorting::unique(&x.t, dim, consecutive)).py()?;
-    Ok((wrap(v), wrap(i), wrap(c)))
+fn unique(py: Python<'_>, x: &PyTensor, dim: Option<i64>, consecutive: bool, with_inverse: bool) -> PyResult<(PyTensor, Option<PyTensor>, PyTensor)> {
+    let (v, i, c) = nogil(py, x.t.numel(), || sorting::unique(&x.t, dim, consecutive, with_inverse)).py()?;
+    Ok((wrap(v), i.map(wrap), wrap(c)))
 }
 
 #[pyfunction]

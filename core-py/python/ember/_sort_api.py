@@ -145,7 +145,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     in them (`inverse`) and how often each occurs. NaNs are all distinct, as in PyTorch."""
     _require_tensor(input, "unique")
     dim = None if dim is None else _dim(dim, "unique")
-    values, inverse, counts = _C.unique(input, dim, False)
+    values, inverse, counts = _C.unique(input, dim, False, return_inverse)
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
 
 
@@ -153,7 +153,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     """Collapses runs of equal consecutive elements (or slices along `dim`) to one."""
     _require_tensor(input, "unique_consecutive")
     dim = None if dim is None else _dim(dim, "unique_consecutive")
-    values, inverse, counts = _C.unique(input, dim, True)
+    values, inverse, counts = _C.unique(input, dim, True, return_inverse)
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
 
 

@@ -47,12 +47,43 @@ macro_rules! with_pair_order {
     };
 }
 
-/// Sorts a whole row; a single long row is sorted on every core instead of one.
-fn sort_pairs<T: Element>(pairs: &mut [(T, i64)], order: impl Fn(&(T, i64), &(T, i64)) -> Ordering + Send + Sync, whole_tensor: bool) {
-    if whole_tensor && pairs.len() >= 2 * GRAIN {
-        pool().install(|| pairs.par_sort_unstable_by(order));
+/// Rows at least this long sort by radix (linear in their length) instead of by comparisons.
+const RADIX_MIN: usize = 512;
+
+/// An unsigned key ordered as `cmp_asc` orders values (NaN last, -0.0 equal to 0.0), for the
+/// radix sort.
+fn radix_key<T: Element>(v: T) -> u64 {
+    if !T::DTYPE.is_float() {
+        return (v.to_i64() as u64) ^ (1 << 63);
+    }
+    // Narrow floats keep 32-bit keys: the radix sort skips the constant high bytes.
+    let (bits, sign) = if T::DTYPE.size() <= 4 {
+        let x = v.to_f32();
+        if x.is_nan() {
+            return u64::MAX;
+        }
+        ((x + 0.0).to_bits() as u64, 1 << 31) // -0.0 + 0.0 is +0.0
     } else {
-        pairs.sort_unstable_by(order);
+        let x = v.to_f64();
+        if x.is_nan() {
+            return u64::MAX;
+        }
+        ((x + 0.0).to_bits(), 1 << 63)
+    };
+    if bits & sign != 0 {
+        !bits & (sign | (sign - 1))
+    } else {
+        bits | sign
+    }
+}
+
+/// Sorts a row of (value, index) pairs that arrive in index order, by value with ties in index
+/// order. The radix sort is stable, so it keeps that tie order by itself.
+fn sort_pairs<T: Element>(pairs: &mut [(T, i64)], descending: bool) {
+    match (pairs.len() >= RADIX_MIN, descending) {
+        (true, false) => radsort::sort_by_key(pairs, |p| radix_key(p.0)),
+        (true, true) => radsort::sort_by_key(pairs, |p| !radix_key(p.0)),
+        (false, _) => with_pair_order!(descending, T, order, pairs.sort_unstable_by(order)),
     }
 }
 
@@ -137,13 +168,12 @@ pub fn sort(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> 
     let indices = Tensor::uninit(xs.shape(), DType::I64);
     let rows = Rows::new([&xs, &values, &indices], d);
     let n = xs.shape()[d];
-    let whole = rows.count() == 1;
     with_dtype!(xs.dtype(), T, {
         let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
         let [sx, sv, si] = rows.steps;
         rows.for_each(n * 8, |_, [bx, bv, bi]| unsafe {
             let mut pairs = read_pairs(px, bx, sx, n);
-            with_pair_order!(descending, T, order, sort_pairs(&mut pairs, order, whole));
+            sort_pairs(&mut pairs, descending);
             write_pairs(&pairs, (pv, bv, sv), (pi, bi, si));
         });
     });
@@ -410,19 +440,61 @@ fn group_keys(
     (firsts, inverse, counts)
 }
 
-/// `unique` (sorted) or, with `consecutive`, `unique_consecutive`, of the elements or (with `dim`)
-/// of the slices along `dim`. Returns (values, inverse, counts). NaNs never equal each other,
-/// so each stays its own value, as in PyTorch.
-pub fn unique(x: &Tensor, dim: Option<i64>, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
-    let Some(dim) = dim else {
-        let flat = x.reshape(&[-1])?;
-        let (values, inverse, counts) = unique_slices(&flat, 0, consecutive)?;
-        return Ok((values, inverse.reshape(&shape_i64(x.shape()))?, counts));
-    };
-    if x.ndim() == 0 {
-        bail!(Index, "Dimension out of range (expected to be in range of [-1, 0], but got {dim}): unique() with dim needs a tensor with at least one dimension");
+/// Counts `v` into the last run of `distinct`, or starts a new run (NaN never joins one).
+fn push_run<T: Element>(distinct: &mut Vec<T>, counts: &mut Vec<i64>, v: T) {
+    if distinct.last() != Some(&v) {
+        distinct.push(v);
+        counts.push(0);
     }
-    unique_slices(x, x.wrap_dim(dim)?, consecutive)
+    *counts.last_mut().unwrap() += 1;
+}
+
+/// The sorted distinct elements of `values`, each element's group (when asked) and the group
+/// sizes. A radix sort of the values (or of (value, index) pairs for the inverse) runs in linear
+/// time on contiguous memory.
+fn unique_elements<T: Element>(mut values: Vec<T>, with_inverse: bool) -> (Vec<T>, Option<Vec<i64>>, Vec<i64>) {
+    let (mut distinct, mut counts) = (Vec::new(), Vec::new());
+    if !with_inverse {
+        radsort::sort_by_key(&mut values, |&v| radix_key(v));
+        values.into_iter().for_each(|v| push_run(&mut distinct, &mut counts, v));
+        return (distinct, None, counts);
+    }
+    let mut pairs: Vec<(T, i64)> = values.iter().copied().zip(0..).collect();
+    sort_pairs(&mut pairs, false);
+    let mut inverse = vec![0i64; values.len()];
+    for (v, key) in pairs {
+        push_run(&mut distinct, &mut counts, v);
+        inverse[key as usize] = distinct.len() as i64 - 1;
+    }
+    (distinct, Some(inverse), counts)
+}
+
+/// `unique` (sorted) or, with `consecutive`, `unique_consecutive`, of the elements or (with `dim`)
+/// of the slices along `dim`. Returns (values, inverse if `with_inverse`, counts). NaNs never
+/// equal each other, so each stays its own value, as in PyTorch.
+pub fn unique(x: &Tensor, dim: Option<i64>, consecutive: bool, with_inverse: bool) -> Result<(Tensor, Option<Tensor>, Tensor)> {
+    let (values, inverse, counts) = match dim {
+        None if !consecutive => {
+            with_dtype!(x.dtype(), T, {
+                let (v, i, c) = unique_elements(x.to_vec::<T>()?, with_inverse);
+                let (nv, nc) = (v.len(), c.len());
+                (Tensor::from_vec(v, &[nv])?, i.map(|i| Tensor::from_vec(i, &[x.numel()])).transpose()?, Tensor::from_vec(c, &[nc])?)
+            })
+        }
+        None => {
+            let (v, i, c) = unique_slices(&x.reshape(&[-1])?, 0, true)?;
+            (v, Some(i), c)
+        }
+        Some(dim) => {
+            if x.ndim() == 0 {
+                bail!(Index, "Dimension out of range (expected to be in range of [-1, 0], but got {dim}): unique() with dim needs a tensor with at least one dimension");
+            }
+            let (v, i, c) = unique_slices(x, x.wrap_dim(dim)?, consecutive)?;
+            return Ok((v, Some(i).filter(|_| with_inverse), c));
+        }
+    };
+    let inverse = inverse.filter(|_| with_inverse).map(|i| i.reshape(&shape_i64(x.shape()))).transpose()?;
+    Ok((values, inverse, counts))
 }
 
 fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
@@ -435,7 +507,7 @@ fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Ten
         // An empty slice must not come from the (possibly dangling) pointer of an empty buffer.
         let row = |i: usize| if m == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p.at((i * m) as isize) as *const T, m) } };
         if m == 1 {
-            // Plain elements (the common `unique(t)`): compare values, not one-element slices.
+            // Plain elements: compare values, not one-element slices.
             let at = |i: usize| unsafe { &*(p.at(i as isize) as *const T) };
             group_keys(n, consecutive, |a, b| cmp_asc(at(a), at(b)), |a, b| at(a) == at(b))
         } else {
@@ -560,6 +632,25 @@ mod tests {
         assert_eq!(desc_pair(&a, &b), Ordering::Less);
         assert_eq!(desc_pair(&(2.0f32, 5), &a), Ordering::Less);
         assert_eq!(desc_pair(&(f32::NAN, 5), &(f32::INFINITY, 0)), Ordering::Less);
+    }
+
+    #[test]
+    fn radix_sort_matches_the_comparison_order() {
+        fn check<T: Element>(values: Vec<T>) {
+            for descending in [false, true] {
+                let mut radix: Vec<(T, i64)> = values.iter().copied().zip(0..).collect();
+                let mut compared = radix.clone();
+                sort_pairs(&mut radix, descending);
+                with_pair_order!(descending, T, order, compared.sort_by(order));
+                let key = |p: &(T, i64)| (radix_key(p.0), p.1);
+                assert_eq!(radix.iter().map(key).collect::<Vec<_>>(), compared.iter().map(key).collect::<Vec<_>>());
+            }
+        }
+        let specials = [f32::NAN, -f32::NAN, 0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, 1.5, -1.5];
+        check((0..RADIX_MIN * 3).map(|i| specials[i % 8] * ((i % 5) as f32 - 2.0)).collect::<Vec<f32>>());
+        check((0..RADIX_MIN * 3).map(|i| (i as i64 * 7919 % 1000) - 500).collect::<Vec<i64>>());
+        check((0..RADIX_MIN * 3).map(|i| f16::from_f32((i % 17) as f32 - 8.0)).collect::<Vec<f16>>());
+        check((0..RADIX_MIN * 3).map(|i| i % 3 == 0).collect::<Vec<bool>>());
     }
 
     #[test]
