@@ -4,7 +4,7 @@ import os
 
 from emberdata.datapipes._base import IterDataPipe
 from emberdata.datapipes.graph_settings import apply_sharding, apply_shuffle_seed
-from emberdata.dataloader2.store import DEFAULT_TIMEOUT_S, FileStore
+from emberdata.dataloader2.store import DEFAULT_TIMEOUT_S, store_from_env
 
 
 class ReadingServiceInterface:
@@ -91,9 +91,11 @@ def _env_rank():
 class DistributedReadingService(ReadingServiceInterface):
     """Shards the graph across ranks (RANK, WORLD_SIZE from the environment) in this process.
 
-    Every epoch rank 0's shuffle seed is shared through the store (EMBERDATA_STORE), so all ranks
-    shuffle alike before sharding, and a fullsync step makes all ranks stop together when the first
-    one runs out (so no rank waits forever in a collective). `timeout` bounds every wait in seconds.
+    Every epoch rank 0's shuffle seed is shared through the store, so all ranks shuffle alike
+    before sharding, and a fullsync step makes all ranks stop together when the first one runs out
+    (so no rank waits forever in a collective). The store is a TCPStore that rank 0 serves at
+    MASTER_ADDR:MASTER_PORT, or a FileStore in the folder EMBERDATA_STORE when that is set (see
+    `store.store_from_env`). `timeout` bounds every wait, in seconds.
     """
 
     _instances = itertools.count()
@@ -101,7 +103,7 @@ class DistributedReadingService(ReadingServiceInterface):
     def __init__(self, timeout=DEFAULT_TIMEOUT_S):
         self.timeout = timeout
         self.rank, self.world_size = _env_rank()
-        self._store = FileStore.from_env()
+        self._store = store_from_env(self.rank, self.world_size, timeout)
         # Ranks build their services in the same order, so the nth one of each rank shares keys.
         self._prefix = f"drs{next(self._instances)}"
         self._epoch = 0
@@ -131,6 +133,13 @@ class DistributedReadingService(ReadingServiceInterface):
             # Every rank has read step-2's votes before voting on step-1, so they can go.
             self._store.delete_key(f"{self._prefix}/sync/{self._epoch}/{step - 2}/{self.rank}")
         return all(v == b"1" for v in votes)
+
+    def finalize(self):
+        # Rank 0 may serve the TCPStore: it must not exit before every rank has read its last vote.
+        done = f"{self._prefix}/finalized"
+        self._store.set(f"{done}/{self.rank}", b"1")
+        if self.rank == 0:
+            self._store.wait([f"{done}/{r}" for r in range(1, self.world_size)], self.timeout)
 
 
 class _FullSync(IterDataPipe):
