@@ -34,6 +34,13 @@ class SquaresDataset(emberdata.Dataset):
         return self.n
 
 
+class BigDataset(SquaresDataset):
+    """Samples of 256 KiB: their batches cross from the workers through shared memory."""
+
+    def __getitem__(self, i):
+        return np.full((64, 1024), i, dtype=np.float32)
+
+
 class FailingDataset(emberdata.Dataset):
     def __getitem__(self, i):
         if i == 5:
@@ -88,6 +95,11 @@ def double(x):
 
 def is_even(x):
     return x % 2 == 0
+
+
+def make_generator(x):
+    """A sample that cannot be pickled."""
+    return (x for _ in range(1))
 
 
 def raise_on_seven(x):
