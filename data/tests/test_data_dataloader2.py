@@ -9,6 +9,7 @@ from emberdata.dataloader2 import (
     DistributedReadingService,
     FileStore,
     MultiProcessingReadingService,
+    ReadingServiceInterface,
     TCPStore,
     graph,
 )
@@ -68,6 +69,35 @@ def test_resume_mid_epoch_exactly(num_workers):
     assert list(resumed) == following  # and later epochs line up too
     resumed.shutdown()
     assert sorted(head + rest) == EVENS
+
+
+class CountingService(ReadingServiceInterface):
+    """A reading service written against TorchData 0.4's interface (no seed anywhere)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def initialize(self, datapipe):
+        self.calls.append("initialize")
+        return datapipe.map(helpers.double)
+
+    def initialize_iteration(self):
+        self.calls.append("initialize_iteration")
+
+    def finalize_iteration(self):
+        self.calls.append("finalize_iteration")
+
+    def finalize(self):
+        self.calls.append("finalize")
+
+
+def test_a_torchdata_04_reading_service_runs_and_its_graph_is_seeded():
+    ember.manual_seed(2)
+    service = CountingService()
+    with DataLoader2(IterableWrapper(range(10)).shuffle(), reading_service=service) as dl:
+        epochs = [list(dl), list(dl)]
+    assert sorted(epochs[0]) == sorted(epochs[1]) == [2 * i for i in range(10)] and epochs[0] != epochs[1]
+    assert service.calls == ["initialize"] + ["initialize_iteration", "finalize_iteration"] * 2 + ["finalize"]
 
 
 def test_load_state_dict_rejects_bad_state():

@@ -8,8 +8,13 @@ from emberdata.dataloader2.store import DEFAULT_TIMEOUT_S, store_from_env
 
 
 class ReadingServiceInterface:
-    """`initialize` adapts the graph once; `initialize_iteration(seed)` starts an epoch and returns
-    the shuffle seed it used (Ember passes the seed so that every epoch is reproducible)."""
+    """TorchData 0.4's interface: `initialize` adapts the graph once, `initialize_iteration` and
+    `finalize_iteration` frame each epoch, `finalize` releases everything.
+
+    DataLoader2 seeds the random DataPipes of the adapted graph with each epoch's seed before
+    `initialize_iteration`; a service whose graph lives elsewhere (workers, ranks) takes the seed
+    itself by implementing `initialize_epoch(seed)`, an Ember addition.
+    """
 
     def initialize(self, datapipe):
         raise NotImplementedError(f"{type(self).__name__} must implement initialize")
@@ -17,8 +22,8 @@ class ReadingServiceInterface:
     def finalize(self):
         pass
 
-    def initialize_iteration(self, seed):
-        return seed
+    def initialize_iteration(self):
+        pass
 
     def finalize_iteration(self):
         pass
@@ -63,9 +68,9 @@ class MultiProcessingReadingService(ReadingServiceInterface):
         self._loader._sharding = (1, 0)
         return _LoaderDataPipe(self._loader)
 
-    def initialize_iteration(self, seed):
+    def initialize_epoch(self, seed):
+        """Every worker shuffles with `seed` this epoch, then keeps its shard."""
         self._loader._shared_seed = seed
-        return seed
 
     def finalize(self):
         iterator = self._loader._iterator if self._loader is not None else None
@@ -113,7 +118,8 @@ class DistributedReadingService(ReadingServiceInterface):
         self._datapipe = datapipe
         return _FullSync(datapipe, self)
 
-    def initialize_iteration(self, seed):
+    def initialize_epoch(self, seed):
+        """Every rank shuffles with rank 0's `seed` this epoch, then keeps its shard."""
         self._epoch += 1
         key = f"{self._prefix}/seed/{self._epoch}"
         if self.rank == 0:
@@ -122,7 +128,6 @@ class DistributedReadingService(ReadingServiceInterface):
             seed = int(self._store.get(key, self.timeout))
         apply_shuffle_seed(self._datapipe, seed)
         apply_sharding(self._datapipe, self.world_size, self.rank)
-        return seed
 
     def vote(self, step, has_data):
         """Publishes this rank's vote for `step`; True when every rank has a sample for it."""
