@@ -10,6 +10,7 @@ import collections
 import itertools
 import multiprocessing
 import os
+import pickle
 import time
 import warnings
 import weakref
@@ -18,7 +19,7 @@ from emberdata import _shm, _worker
 from emberdata._collate import default_collate, default_convert
 from emberdata._seed import draw_seed
 from emberdata.dataset import IterableDataset
-from emberdata.datapipes._base import IterDataPipe, MapDataPipe
+from emberdata.datapipes._base import IterDataPipe, MapDataPipe, picklable_function
 from emberdata.datapipes.graph_settings import apply_shuffle_settings
 from emberdata.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -258,15 +259,23 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         index_queue.cancel_join_thread()  # never block the main process on exit for unread indices
         reader, writer = ctx.Pipe(duplex=False)
         cfg = _worker.WorkerConfig(
-            self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn, self._drop_last,
-            self._base_seed, loader.worker_init_fn, worker_id, self._num_workers, self._shared_seed,
-            self._world_size, self._rank, os.getpid(), self._shm_prefix,
+            self._dataset_kind, self._dataset, self._auto_collation, picklable_function(self._collate_fn),
+            self._drop_last, self._base_seed, picklable_function(loader.worker_init_fn), worker_id, self._num_workers,
+            self._shared_seed, self._world_size, self._rank, os.getpid(), self._shm_prefix,
         )
         w = ctx.Process(target=_worker.worker_loop, args=(cfg, index_queue, writer, self._workers_done_event), daemon=True)
         self._index_queues.append(index_queue)
         self._result_conns.append(reader)
-        w.start()
-        writer.close()  # the worker now holds the only write end: its exit reads as EOF here
+        try:
+            w.start()
+        except (pickle.PicklingError, AttributeError, TypeError) as e:
+            raise pickle.PicklingError(
+                f"DataLoader: cannot send the dataset, collate_fn or worker_init_fn to the worker processes: {e}. "
+                f"Workers start with {ctx.get_start_method()!r}, so these must pickle: use module-level functions "
+                "or functools.partial (lambdas and local functions pickle when `dill` is installed)"
+            ) from e
+        finally:
+            writer.close()  # the worker now holds the only write end: its exit reads as EOF here
         self._workers.append(w)
 
     def _begin_epoch(self):

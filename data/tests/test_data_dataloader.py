@@ -1,6 +1,7 @@
 import errno
 import gc
 import os
+import pickle
 import subprocess
 import sys
 
@@ -169,15 +170,24 @@ def test_key_error_message_stays_readable():
         list(dl)
 
 
-def test_unpicklable_dataset_fails_clearly():
-    dl = DataLoader(IterableWrapper(range(3)).map(lambda x: x), batch_size=None, num_workers=1)
+def test_lambdas_without_dill_fail_clearly_naming_them(monkeypatch):
     from emberdata.datapipes import _base
 
-    if _base.DILL_AVAILABLE:
-        assert list(dl) == [0, 1, 2]
-    else:
-        with pytest.raises(Exception, match="lambda"):
-            list(dl)
+    monkeypatch.setattr(_base, "DILL_AVAILABLE", False)
+    dl = DataLoader(IterableWrapper(range(3)).map(lambda x: x), batch_size=None, num_workers=1)
+    with pytest.raises(pickle.PicklingError, match=r"Mapper.fn: cannot pickle .*<lambda> \(.*test_data_dataloader.py:\d+\); install `dill`"):
+        list(dl)
+    dl = DataLoader(helpers.SquaresDataset(4), batch_size=2, num_workers=1, collate_fn=lambda batch: batch)
+    with pytest.raises(pickle.PicklingError, match="cannot send the dataset, collate_fn or worker_init_fn .* 'forkserver'"):
+        list(dl)
+
+
+def test_lambdas_travel_to_workers_through_dill():
+    pytest.importorskip("dill")
+    offset = 10
+    pipe = IterableWrapper(range(4)).sharding_filter().map(lambda x: x + offset)
+    dl = DataLoader(pipe, batch_size=2, num_workers=2, collate_fn=lambda batch: sorted(batch))
+    assert sorted(v for b in dl for v in b) == [10, 11, 12, 13]
 
 
 def test_timeout_raises():
