@@ -118,6 +118,15 @@ class SlotPool:
                 RuntimeWarning, stacklevel=2,
             )
 
+    def unlink_all(self):
+        """The worker is leaving: its files go (mappings still in use keep their memory)."""
+        for slot in self.slots:
+            try:
+                os.unlink(slot.path)
+            except FileNotFoundError:
+                pass
+        self.slots = []
+
     def lend(self, slot, shape, dtype):
         array = _view(slot.mm, shape, dtype)
         self.lent[_address(array)] = slot
@@ -147,6 +156,12 @@ def collate_into_shared_memory(prefix):
     """In a worker: from now on big batches go through slots named with `prefix` (None: never)."""
     global _pool
     _pool = SlotPool(prefix) if prefix is not None else None
+
+
+def leave():
+    """In a worker about to exit: removes its files, even when no main process is left to do it."""
+    if _pool is not None:
+        _pool.unlink_all()
 
 
 def empty(shape, dtype):

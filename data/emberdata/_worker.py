@@ -268,6 +268,7 @@ def worker_loop(cfg, index_queue, result_conn, done_event):
             iteration_end = isinstance(data, IterableDatasetStopIteration)
         if not _send(result_conn, data, cfg.worker_id):
             break
+    _shm.leave()
     result_conn.close()
 
 

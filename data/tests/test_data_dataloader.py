@@ -360,6 +360,43 @@ def test_exit_with_live_workers_is_clean(tmp_path):
     assert not _shm_files(done.stdout.strip())
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie has exited: only its parent has not reaped it
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_workers_of_a_killed_main_process_exit(tmp_path):
+    import signal
+    import time
+
+    script = tmp_path / "killed_main.py"
+    script.write_text(
+        "import sys, time\n"
+        "import multiprocessing.forkserver as fs\n"
+        "import emberdata_test_helpers as helpers\n"
+        "from emberdata import DataLoader\n"
+        "if __name__ == '__main__':\n"
+        "    it = iter(DataLoader(helpers.BigDataset(64), batch_size=2, num_workers=2))\n"
+        "    next(it)\n"
+        "    print(*[w.pid for w in it._workers], fs._forkserver._forkserver_pid, it._shm_prefix, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([helpers.HERE, os.environ.get("PYTHONPATH", "")]))
+    main = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    *pids, prefix = main.stdout.readline().split()
+    os.kill(main.pid, signal.SIGKILL)
+    main.wait()
+    deadline = time.monotonic() + 15
+    while any(_alive(int(p)) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(int(p)) for p in pids), "workers (or the forkserver) outlived their main process"
+    assert not _shm_files(prefix)  # the workers removed their shared-memory files on their way out
+
+
 def test_spawn_start_method_works():
     dl = DataLoader(helpers.SquaresDataset(4), batch_size=2, num_workers=1, multiprocessing_context="spawn")
     assert flatten(b["y"] for b in dl) == [0, 1, 4, 9]
