@@ -345,9 +345,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if not self._workers_status[worker_id]:
                 continue  # its iterable dataset ended: it answers no more tasks this epoch
             data = self._recv(worker_id)
-            self._try_put_index()
             if isinstance(data, _worker.IterableDatasetStopIteration):
                 self._workers_status[worker_id] = False
+            self._try_put_index()
+            if not self._workers_status[worker_id]:
                 continue
             if isinstance(data, _worker.ExceptionWrapper):
                 self._shutdown_workers()
