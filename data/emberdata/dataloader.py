@@ -1,9 +1,10 @@
 """DataLoader (PyTorch 1.12 semantics) over map-style datasets, iterable datasets and DataPipes.
 
-Worker processes follow PyTorch's design: one index queue per worker, one shared result queue,
-results reordered by send index, exceptions re-raised in the main process with the worker's
-traceback. They start with the 'forkserver' method by default (PyTorch uses 'fork' on Linux):
-ember's thread pool is not fork-safe, and a forkserver child starts from a clean process.
+Worker processes follow PyTorch's design (one index queue per worker, prefetching, exceptions
+re-raised in the main process with the worker's traceback), except that each worker answers on a
+pipe of its own, in order (see _MultiProcessingDataLoaderIter). They start with the 'forkserver'
+method by default (PyTorch uses 'fork' on Linux): ember's thread pool is not fork-safe, and a
+forkserver child starts from a clean process.
 """
 import atexit
 import collections
