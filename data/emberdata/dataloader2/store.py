@@ -21,7 +21,7 @@ import urllib.parse
 from datetime import timedelta
 
 DEFAULT_TIMEOUT_S = 1800.0  # DistributedReadingService's default (TorchData's default_timeout_in_s)
-_TCP_DEFAULT_TIMEOUT = timedelta(seconds=300)  # torch.distributed.TCPStore's default
+_STORE_DEFAULT_TIMEOUT = timedelta(seconds=300)  # torch.distributed's stores' default
 
 
 def _seconds(timeout, owner):
@@ -52,7 +52,7 @@ class FileStore:
     """Keys as files in the folder `path`; writes are atomic (write, then rename), so a reader sees a
     whole value or nothing. Use a fresh folder per job, as with torch.distributed's FileStore."""
 
-    def __init__(self, path, timeout=_TCP_DEFAULT_TIMEOUT):
+    def __init__(self, path, timeout=_STORE_DEFAULT_TIMEOUT):
         if not isinstance(path, str) or not path:
             raise TypeError(f"FileStore: path must be a non-empty str, got {path!r}")
         self.path = path
@@ -257,7 +257,7 @@ class TCPStore:
     `wait` block until the keys are set, up to `timeout` (the store's, or the one given).
     """
 
-    def __init__(self, host_name, port, world_size=None, is_master=False, timeout=_TCP_DEFAULT_TIMEOUT, wait_for_workers=True):
+    def __init__(self, host_name, port, world_size=None, is_master=False, timeout=_STORE_DEFAULT_TIMEOUT, wait_for_workers=True):
         if not isinstance(host_name, str) or not host_name:
             raise TypeError(f"TCPStore: host_name must be a non-empty str, got {host_name!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
