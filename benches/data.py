@@ -3,11 +3,14 @@
     python benches/data.py            # everything; torch.utils.data side by side where torch imports
 
 Each pipeline runs in a fresh subprocess so that its peak RSS (main process and, separately, the
-largest worker) is its own. Workloads:
+largest worker) is its own; the parent never imports torch, whose pages a child would otherwise
+count in its own peak. Workloads, timed over EPOCHS epochs after a warm-up (DataLoader defaults,
+so workers start again each epoch, as they do for users):
   small  map-and-batch of 20,000 small samples (a 16-float array each), batch 64
   1mb    map-and-batch of 256 samples of 1 MB (float32), batch 8
-both with 0 and 2 workers, then a Shuffler/Forker pipeline over 1 MB samples that shows buffers
-bounded by their parameters, and S3 throughput on a loopback moto server.
+with 0 workers, 2 workers, and 2 persistent workers (started once: the steady state), then a Shuffler/Forker pipeline over 1 MB samples that shows buffers
+bounded by their parameters (torch.utils.data.datapipes, or torchdata, side by side), and S3
+throughput on a loopback moto server.
 """
 import json
 import os
@@ -19,6 +22,7 @@ import time
 
 import numpy as np
 
+EPOCHS = 5
 SMALL_N, SMALL_BATCH = 20_000, 64
 BIG_N, BIG_BATCH, BIG_FLOATS = 256, 8, 256 * 1024  # 1 MB of float32 per sample
 
@@ -45,16 +49,16 @@ def _peak_rss_mb():
     return own, children
 
 
-def _loader(lib, workload, workers):
+def _loader(lib, workload, workers, persistent):
     dataset = SmallSamples() if workload == "small" else BigSamples()
-    batch = SMALL_BATCH if workload == "small" else BIG_BATCH
+    args = dict(batch_size=SMALL_BATCH if workload == "small" else BIG_BATCH, num_workers=workers, persistent_workers=persistent)
     if lib == "torch":
         import torch.utils.data as tud
 
-        return tud.DataLoader(dataset, batch_size=batch, num_workers=workers), len(dataset)
+        return tud.DataLoader(dataset, **args), len(dataset)
     import emberdata
 
-    return emberdata.DataLoader(dataset, batch_size=batch, num_workers=workers), len(dataset)
+    return emberdata.DataLoader(dataset, **args), len(dataset)
 
 
 def _worker_peak_rss_mb(iterator):
@@ -69,27 +73,31 @@ def _worker_peak_rss_mb(iterator):
     return max(peaks)
 
 
-def run_one(lib, workload, workers):
-    loader, n = _loader(lib, workload, workers)
-    for _ in loader:  # warm-up epoch: worker start-up and imports are not what is measured
+def run_one(lib, workload, workers, persistent):
+    loader, n = _loader(lib, workload, workers, persistent)
+    for _ in loader:  # warm-up: imports and the first start of the worker machinery
         break
     start = time.perf_counter()
-    seen, worker_rss = 0, 0.0
-    iterator = iter(loader)
-    for i, batch in enumerate(iterator):
-        seen += len(batch[1] if workload == "small" else batch)
-        if i == len(loader) - 2:
-            worker_rss = _worker_peak_rss_mb(iterator)
+    worker_rss = 0.0
+    for epoch in range(EPOCHS):
+        seen, iterator = 0, iter(loader)
+        for i, batch in enumerate(iterator):
+            seen += len(batch[1] if workload == "small" else batch)
+            if epoch == 0 and i == len(loader) - 2:
+                worker_rss = _worker_peak_rss_mb(iterator)
+        assert seen == n
     elapsed = time.perf_counter() - start
-    assert seen == n
     own, _ = _peak_rss_mb()
-    return {"samples_per_s": n / elapsed, "rss_main_mb": own, "rss_worker_mb": worker_rss}
+    return {"samples_per_s": EPOCHS * n / elapsed, "rss_main_mb": own, "rss_worker_mb": worker_rss}
 
 
 def run_buffers(lib):
     """A shuffle buffer of 32 and a fork buffer of 16 over 1 MB samples: RSS follows the buffers."""
     if lib == "torch":
-        from torchdata.datapipes.iter import IterableWrapper
+        try:
+            from torchdata.datapipes.iter import IterableWrapper
+        except ImportError:
+            from torch.utils.data.datapipes.iter import IterableWrapper
     else:
         from emberdata.datapipes.iter import IterableWrapper
     source = IterableWrapper(range(512)).map(_one_mb)
@@ -150,12 +158,10 @@ def _wait_for_s3(boto3):
     raise RuntimeError("moto server did not start")
 
 
-def _torch_available():
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def _torch_version():
+    """torch's version when it imports, else None; asked in a child, see the module docstring."""
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    return probe.stdout.strip() if probe.returncode == 0 else None
 
 
 def _in_subprocess(*args):
@@ -164,26 +170,22 @@ def _in_subprocess(*args):
 
 
 def main():
-    libs = ["emberdata"] + (["torch"] if _torch_available() else [])
-    if len(libs) == 1:
-        print("torch is not importable here: reporting emberdata alone (make bench installs torch)\n")
-    print(f"{'workload':<28}{'library':<11}{'samples/s':>12}{'peak RSS main':>15}{'worker':>9}")
+    torch_version = _torch_version()
+    libs = ["emberdata"] + (["torch"] if torch_version else [])
+    print(f"Python {sys.version.split()[0]}, NumPy {np.__version__}, {os.cpu_count()} cores, "
+          f"torch {torch_version or 'not importable here: reporting emberdata alone (make bench installs torch)'}\n")
+    print(f"{'workload':<39}{'library':<11}{'samples/s':>12}{'peak RSS main':>15}{'worker':>9}")
     for workload in ("small", "1mb"):
-        for workers in (0, 2):
+        for workers, persistent in ((0, False), (2, False), (2, True)):
             for lib in libs:
-                r = _in_subprocess(lib, workload, str(workers))
-                label = f"{workload} map+batch, {workers} workers"
-                print(f"{label:<28}{lib:<11}{r['samples_per_s']:>12,.0f}{r['rss_main_mb']:>12.0f} MB{r['rss_worker_mb']:>6.0f} MB")
+                r = _in_subprocess(lib, workload, str(workers), str(persistent))
+                label = f"{workload} map+batch, {workers}{' persistent' if persistent else ''} workers"
+                print(f"{label:<39}{lib:<11}{r['samples_per_s']:>12,.0f}{r['rss_main_mb']:>12.0f} MB{r['rss_worker_mb']:>6.0f} MB")
     for lib in libs:
-        if lib == "torch":
-            try:
-                import torchdata  # noqa: F401
-            except ImportError:
-                continue
-        r = _in_subprocess(lib, "buffers", "0")
-        print(f"{'shuffle(32)+fork(16), 1 MB':<28}{lib:<11}{r['samples_per_s']:>12,.0f}{r['rss_main_mb']:>12.0f} MB")
+        r = _in_subprocess(lib, "buffers", "0", "False")
+        print(f"{'shuffle(32)+fork(16), 1 MB':<39}{lib:<11}{r['samples_per_s']:>12,.0f}{r['rss_main_mb']:>12.0f} MB")
     try:
-        s3 = _in_subprocess("emberdata", "s3", "0")
+        s3 = _in_subprocess("emberdata", "s3", "0", "False")
     except subprocess.CalledProcessError as e:
         print(f"\nS3: skipped ({e.stderr.strip().splitlines()[-1] if e.stderr else e})")
         return
@@ -191,14 +193,14 @@ def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--one":
-        lib, workload, workers = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    if len(sys.argv) == 6 and sys.argv[1] == "--one":
+        lib, workload, workers, persistent = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "True"
         if workload == "s3":
             result = run_s3()
         elif workload == "buffers":
             result = run_buffers(lib)
         else:
-            result = run_one(lib, workload, workers)
+            result = run_one(lib, workload, workers, persistent)
         print(json.dumps(result))
     else:
         main()

@@ -1,7 +1,8 @@
 """default_collate and default_convert (PyTorch 1.12 semantics), producing ember tensors.
 
 Batches are stacked with NumPy and handed to ember zero-copy (`ember.from_numpy`); bfloat16,
-which NumPy lacks, goes through float32 and back.
+which NumPy lacks, goes through float32 and back. In a DataLoader worker a big batch is stacked
+straight into shared memory (`_shm.empty`), so it reaches the main process without another copy.
 """
 import collections.abc
 import re
@@ -10,18 +11,14 @@ import numpy as np
 
 import ember
 
+from emberdata import _shm
+
 _NOT_NUMERIC = re.compile(r"[SaUO]")
 _COLLATE_ERROR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
 
 
 def _is_namedtuple(obj):
     return isinstance(obj, tuple) and hasattr(obj, "_fields")
-
-
-def _tensor_to_numpy(t):
-    if t.dtype == ember.bfloat16:
-        return np.asarray(t.to(ember.float32))
-    return np.asarray(t)
 
 
 def _stack_tensors(batch):
@@ -32,15 +29,17 @@ def _stack_tensors(batch):
     for t in batch:
         if t.dtype != dtype:
             raise TypeError(f"default_collate: all tensors of a batch must share a dtype, got {dtype} and {t.dtype}")
-    stacked = ember.from_numpy(np.stack([_tensor_to_numpy(t) for t in batch]))
-    return stacked.to(ember.bfloat16) if dtype == ember.bfloat16 else stacked
+    if dtype == ember.bfloat16:
+        return ember.from_numpy(np.stack([np.asarray(t.to(ember.float32)) for t in batch])).to(ember.bfloat16)
+    return _stack_arrays([np.asarray(t) for t in batch])
 
 
 def _stack_arrays(batch):
     shapes = {a.shape for a in batch}
     if len(shapes) > 1:
         raise RuntimeError(f"stack expects each array to be equal size, but got {sorted(shapes)} in the batch")
-    return ember.from_numpy(np.stack(batch))
+    out = _shm.empty((len(batch), *batch[0].shape), np.result_type(*{a.dtype for a in batch}))
+    return ember.from_numpy(np.stack(batch, out=out))
 
 
 def _map_type(elem, values):

@@ -1,21 +1,26 @@
 """DataLoader (PyTorch 1.12 semantics) over map-style datasets, iterable datasets and DataPipes.
 
-Worker processes follow PyTorch's design: one index queue per worker, one shared result queue,
-results reordered by send index, exceptions re-raised in the main process with the worker's
-traceback. They start with the 'forkserver' method by default (PyTorch uses 'fork' on Linux):
-ember's thread pool is not fork-safe, and a forkserver child starts from a clean process.
+Worker processes follow PyTorch's design (one index queue per worker, prefetching, exceptions
+re-raised in the main process with the worker's traceback), except that each worker answers on a
+pipe of its own, in order (see _MultiProcessingDataLoaderIter). They start with the 'forkserver'
+method by default (PyTorch uses 'fork' on Linux): ember's thread pool is not fork-safe, and a
+forkserver child starts from a clean process.
 """
+import atexit
+import collections
 import itertools
 import multiprocessing
 import os
-import queue
+import pickle
+import time
 import warnings
+import weakref
 
 from emberdata import _shm, _worker
 from emberdata._collate import default_collate, default_convert
 from emberdata._seed import draw_seed
 from emberdata.dataset import IterableDataset
-from emberdata.datapipes._base import IterDataPipe, MapDataPipe
+from emberdata.datapipes._base import IterDataPipe, MapDataPipe, picklable_function
 from emberdata.datapipes.graph_settings import apply_shuffle_settings
 from emberdata.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -220,7 +225,13 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 
 
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
-    """Workers fed through per-worker index queues, results reordered into sampler order."""
+    """Workers fed through per-worker index queues; each answers on its own pipe, in order.
+
+    Tasks go to the workers round-robin and each worker answers its own in order, so the next
+    result in sampler order is always the next message on one known pipe: nothing to reorder.
+    Workers write their results themselves (no feeder thread, which would wait for the GIL while
+    the worker computes the next batch), and a worker's exit shows up at once as EOF on its pipe.
+    """
 
     def __init__(self, loader):
         super().__init__(loader)
@@ -232,9 +243,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         ctx = _default_context() if ctx is None else (multiprocessing.get_context(ctx) if isinstance(ctx, str) else ctx)
         self._shutdown = False
         self._shm_prefix = _shm.new_prefix() if _shm.available() else None
-        self._workers, self._index_queues = [], []
-        self._worker_result_queue = ctx.Queue()
+        self._shm_receiver = _shm.Receiver()
+        self._workers, self._index_queues, self._result_conns = [], [], []
         self._workers_done_event = ctx.Event()
+        _LIVE_ITERATORS.add(self)
         try:
             for worker_id in range(self._num_workers):
                 self._start_worker(ctx, loader, worker_id)
@@ -246,21 +258,29 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _start_worker(self, ctx, loader, worker_id):
         index_queue = ctx.Queue()
         index_queue.cancel_join_thread()  # never block the main process on exit for unread indices
+        reader, writer = ctx.Pipe(duplex=False)
         cfg = _worker.WorkerConfig(
-            self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn, self._drop_last,
-            self._base_seed, loader.worker_init_fn, worker_id, self._num_workers, self._shared_seed,
-            self._world_size, self._rank, os.getpid(), self._shm_prefix,
+            self._dataset_kind, self._dataset, self._auto_collation, picklable_function(self._collate_fn),
+            self._drop_last, self._base_seed, picklable_function(loader.worker_init_fn), worker_id, self._num_workers,
+            self._shared_seed, self._world_size, self._rank, os.getpid(), self._shm_prefix,
         )
-        w = ctx.Process(target=_worker.worker_loop, args=(cfg, index_queue, self._worker_result_queue, self._workers_done_event), daemon=True)
-        w.start()
+        w = ctx.Process(target=_worker.worker_loop, args=(cfg, index_queue, writer, self._workers_done_event), daemon=True)
         self._index_queues.append(index_queue)
+        self._result_conns.append(reader)
+        try:
+            w.start()
+        except (pickle.PicklingError, AttributeError, TypeError) as e:
+            raise pickle.PicklingError(
+                f"DataLoader: cannot send the dataset, collate_fn or worker_init_fn to the worker processes: {e}. "
+                f"Workers start with {ctx.get_start_method()!r}, so these must pickle: use module-level functions "
+                "or functools.partial (lambdas and local functions pickle when `dill` is installed)"
+            ) from e
+        finally:
+            writer.close()  # the worker now holds the only write end: its exit reads as EOF here
         self._workers.append(w)
 
     def _begin_epoch(self):
-        self._send_idx = 0
-        self._rcvd_idx = 0
-        self._task_info = {}
-        self._tasks_outstanding = 0
+        self._pending = collections.deque()  # the worker of each task sent and not yet answered, in send order
         self._workers_status = [True] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
         for _ in range(self._prefetch_factor * self._num_workers):
@@ -271,22 +291,15 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         super()._reset(loader)
         for q in self._index_queues:
             q.put(_worker.ResumeIteration(self._shared_seed))
-        # Drain the previous epoch's leftovers until every worker has acknowledged the resume;
-        # restoring them frees their shared memory.
-        for info in self._task_info.values():
-            if len(info) == 2:
-                _shm.restore(info[1])
-        remaining = self._num_workers
-        while remaining:
-            tag, data = self._get_data()
-            if isinstance(tag, _worker.ResumeIteration):
-                remaining -= 1
-            else:
-                _shm.restore(data)
+        # Each worker answers what it was already given, then acknowledges the resume; restoring
+        # those leftovers frees their shared memory.
+        for worker_id in range(self._num_workers):
+            while not isinstance(data := self._recv(worker_id), _worker.ResumeIteration):
+                self._shm_receiver.restore(data)
         self._begin_epoch()
 
     def _try_put_index(self):
-        if self._tasks_outstanding >= self._prefetch_factor * self._num_workers:
+        if len(self._pending) >= self._prefetch_factor * self._num_workers:
             return
         try:
             index = self._next_index()
@@ -298,79 +311,68 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 break
         else:
             return  # every worker is done (iterable datasets)
-        self._index_queues[worker_id].put((self._send_idx, index))
-        self._task_info[self._send_idx] = (worker_id,)
-        self._tasks_outstanding += 1
-        self._send_idx += 1
+        self._index_queues[worker_id].put(_worker.Fetch(index))
+        self._pending.append(worker_id)
 
-    def _try_get_data(self, timeout):
-        try:
-            return True, self._worker_result_queue.get(timeout=timeout)
-        except queue.Empty:
-            dead = [w.pid for w in self._workers if not w.is_alive()]
-            if dead and not self._shutdown:
-                self._shutdown_workers()
-                raise RuntimeError(f"DataLoader worker (pid(s) {', '.join(map(str, dead))}) exited unexpectedly") from None
-            return False, None
-
-    def _get_data(self):
-        if self._timeout > 0:
-            ok, data = self._try_get_data(self._timeout)
-            if not ok:
+    def _recv(self, worker_id):
+        """The next message from `worker_id`, checking that it lives and that `timeout` holds."""
+        conn, worker = self._result_conns[worker_id], self._workers[worker_id]
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
+        while True:
+            wait = _worker.MP_STATUS_CHECK_INTERVAL
+            if deadline is not None:
+                wait = min(wait, max(0.0, deadline - time.monotonic()))
+            if conn.poll(wait):
+                try:
+                    return conn.recv()
+                except EOFError:
+                    self._worker_died(worker)
+            if not worker.is_alive():  # its pipe may be held open by a process it started
+                self._worker_died(worker)
+            if deadline is not None and time.monotonic() >= deadline:
                 self._shutdown_workers()
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
-            return data
-        while True:
-            ok, data = self._try_get_data(_worker.MP_STATUS_CHECK_INTERVAL)
-            if ok:
-                return data
+
+    def _worker_died(self, worker):
+        worker.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL)  # for its exit code
+        self._shutdown_workers()
+        raise RuntimeError(f"DataLoader worker (pid(s) {worker.pid}) exited unexpectedly with exit code {worker.exitcode}")
 
     def _next_data(self):
-        while True:
-            # Skip tasks of workers that ended (iterable datasets): they will never answer.
-            while self._rcvd_idx < self._send_idx:
-                info = self._task_info[self._rcvd_idx]
-                if len(info) == 2 or self._workers_status[info[0]]:
-                    break
-                del self._task_info[self._rcvd_idx]
-                self._rcvd_idx += 1
-            else:
-                if not self._persistent_workers:
-                    self._shutdown_workers()
-                raise StopIteration
-            if len(self._task_info[self._rcvd_idx]) == 2:
-                return self._process_data(self._task_info.pop(self._rcvd_idx)[1])
-            idx, data = self._get_data()
-            self._tasks_outstanding -= 1
+        if self._shutdown:  # after an error or the end of the data: nothing more will come
+            raise StopIteration
+        while self._pending:
+            worker_id = self._pending.popleft()
+            if not self._workers_status[worker_id]:
+                continue  # its iterable dataset ended: it answers no more tasks this epoch
+            data = self._recv(worker_id)
             if isinstance(data, _worker.IterableDatasetStopIteration):
-                self._workers_status[data.worker_id] = False
-                self._try_put_index()
+                self._workers_status[worker_id] = False
+            self._try_put_index()
+            if not self._workers_status[worker_id]:
                 continue
-            if idx != self._rcvd_idx:
-                self._task_info[idx] += (data,)
-            else:
-                del self._task_info[idx]
-                return self._process_data(data)
-
-    def _process_data(self, data):
-        self._rcvd_idx += 1
-        self._try_put_index()
-        if isinstance(data, _worker.ExceptionWrapper):
+            if isinstance(data, _worker.ExceptionWrapper):
+                self._shutdown_workers()
+                data.reraise()
+            return self._shm_receiver.restore(data)
+        if not self._persistent_workers:
             self._shutdown_workers()
-            data.reraise()
-        return _shm.restore(data)
+        raise StopIteration
 
     def _shutdown_workers(self):
         """Stops every worker: a polite None first, termination if it doesn't exit in time."""
         if self._shutdown:
             return
         self._shutdown = True
+        _LIVE_ITERATORS.discard(self)
         self._workers_done_event.set()
         for q in self._index_queues:
             try:
                 q.put(None)
             except (OSError, ValueError):
                 pass
+        for conn in self._result_conns:
+            conn.close()  # a worker blocked writing a result gets EPIPE and exits
         for w in self._workers:
             w.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL)
         for w in self._workers:
@@ -379,8 +381,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 w.join()
         for q in self._index_queues:
             q.close()
-        self._worker_result_queue.cancel_join_thread()
-        self._worker_result_queue.close()
         if self._shm_prefix is not None:
             _shm.cleanup(self._shm_prefix)
 
@@ -388,3 +388,15 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         # An early `break` or an exception drops the iterator: the workers must not outlive it.
         if not getattr(self, "_shutdown", True):
             self._shutdown_workers()
+
+
+# Iterators whose workers run. At exit they are stopped while the interpreter is still whole:
+# this hook runs before multiprocessing's own (atexit is last in, first out), which would kill
+# the daemonic workers and leave their /dev/shm files behind.
+_LIVE_ITERATORS = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_live_iterators():
+    for iterator in list(_LIVE_ITERATORS):
+        iterator._shutdown_workers()

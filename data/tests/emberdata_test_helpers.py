@@ -5,6 +5,7 @@ this module stays light (no pytest import: every worker would pay for it).
 would shadow it in a shared pytest run.)
 """
 import os
+import socket
 import time
 
 import numpy as np
@@ -31,6 +32,13 @@ class SquaresDataset(emberdata.Dataset):
 
     def __len__(self):
         return self.n
+
+
+class BigDataset(SquaresDataset):
+    """Samples of 256 KiB: their batches cross from the workers through shared memory."""
+
+    def __getitem__(self, i):
+        return np.full((64, 1024), i, dtype=np.float32)
 
 
 class FailingDataset(emberdata.Dataset):
@@ -89,6 +97,11 @@ def is_even(x):
     return x % 2 == 0
 
 
+def make_generator(x):
+    """A sample that cannot be pickled."""
+    return (x for _ in range(1))
+
+
 def raise_on_seven(x):
     if x == 7:
         raise KeyError("seven")
@@ -103,13 +116,36 @@ def read_env_marker(_):
     return int(os.environ["EMBERDATA_TEST_WORKER"])
 
 
+def free_port():
+    """A TCP port of 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def collect(out_queue, procs, count, timeout=120):
+    """`count` items from `out_queue`; fails at once (not after `timeout`) when a process dies."""
+    import queue
+
+    items, deadline = [], time.monotonic() + timeout
+    while len(items) < count:
+        try:
+            items.append(out_queue.get(timeout=0.2))
+        except queue.Empty:
+            failed = [p for p in procs if p.exitcode not in (None, 0)]
+            if failed or time.monotonic() > deadline:
+                raise AssertionError(f"{len(items)} of {count} results; exit codes {[p.exitcode for p in procs]}") from None
+    return items
+
+
 def shuffled_pipeline(n=40, buffer_size=1000):
     return IterableWrapper(range(n)).shuffle(buffer_size=buffer_size).sharding_filter().map(double)
 
 
-def run_rank(rank, world_size, store, n, epochs, out_queue, resume=None):
-    """One simulated rank of a DistributedReadingService job; sends its epochs back."""
-    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), EMBERDATA_STORE=store)
+def run_rank(rank, world_size, store_env, n, epochs, out_queue):
+    """One simulated rank of a DistributedReadingService job (its store named by `store_env`,
+    e.g. EMBERDATA_STORE or MASTER_ADDR/MASTER_PORT); sends its epochs back."""
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), **store_env)
     from emberdata.dataloader2 import DataLoader2, DistributedReadingService
 
     ember.manual_seed(100 + rank)  # different on each rank: the shared seed must come from rank 0

@@ -1,10 +1,15 @@
+import errno
 import gc
+import os
+import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import ember
-from emberdata import DataLoader, IterableDataset, RandomSampler, default_convert
+from emberdata import DataLoader, IterableDataset, RandomSampler, _shm, default_collate, default_convert
 from emberdata.datapipes.iter import IterableWrapper
 
 import emberdata_test_helpers as helpers
@@ -165,15 +170,24 @@ def test_key_error_message_stays_readable():
         list(dl)
 
 
-def test_unpicklable_dataset_fails_clearly():
-    dl = DataLoader(IterableWrapper(range(3)).map(lambda x: x), batch_size=None, num_workers=1)
+def test_lambdas_without_dill_fail_clearly_naming_them(monkeypatch):
     from emberdata.datapipes import _base
 
-    if _base.DILL_AVAILABLE:
-        assert list(dl) == [0, 1, 2]
-    else:
-        with pytest.raises(Exception, match="lambda"):
-            list(dl)
+    monkeypatch.setattr(_base, "DILL_AVAILABLE", False)
+    dl = DataLoader(IterableWrapper(range(3)).map(lambda x: x), batch_size=None, num_workers=1)
+    with pytest.raises(pickle.PicklingError, match=r"Mapper.fn: cannot pickle .*<lambda> \(.*test_data_dataloader.py:\d+\); install `dill`"):
+        list(dl)
+    dl = DataLoader(helpers.SquaresDataset(4), batch_size=2, num_workers=1, collate_fn=lambda batch: batch)
+    with pytest.raises(pickle.PicklingError, match="cannot send the dataset, collate_fn or worker_init_fn .* 'forkserver'"):
+        list(dl)
+
+
+def test_lambdas_travel_to_workers_through_dill():
+    pytest.importorskip("dill")
+    offset = 10
+    pipe = IterableWrapper(range(4)).sharding_filter().map(lambda x: x + offset)
+    dl = DataLoader(pipe, batch_size=2, num_workers=2, collate_fn=lambda batch: sorted(batch))
+    assert sorted(v for b in dl for v in b) == [10, 11, 12, 13]
 
 
 def test_timeout_raises():
@@ -234,9 +248,9 @@ def test_map_datapipe_with_random_sampler(num_workers):
     assert sorted(values) == [2 * i for i in range(9)] and values != sorted(values)
 
 
-class BigArrays(helpers.SquaresDataset):
+class BigArrays(helpers.BigDataset):
     def __getitem__(self, i):
-        return {"big": np.full((64, 1024), i, dtype=np.float32), "bf": ember.full((2,), float(i)).to(ember.bfloat16)}
+        return {"big": super().__getitem__(i), "bf": ember.full((2,), float(i)).to(ember.bfloat16)}
 
 
 @pytest.mark.parametrize("stop_early", [False, True])
@@ -254,6 +268,133 @@ def test_big_batches_cross_shared_memory_and_leave_no_files(stop_early):
     del it
     gc.collect()
     assert not glob.glob(f"/dev/shm/{prefix}-*")
+
+
+def _shm_files(prefix):
+    import glob
+
+    return glob.glob(f"/dev/shm/{prefix}-*")
+
+
+def test_shared_memory_slots_are_reused_and_never_overwrite_a_kept_batch():
+    dl = DataLoader(BigArrays(24), batch_size=2, num_workers=2, persistent_workers=True)
+    kept = list(dl)  # every batch of epoch 1 stays alive while epoch 2 runs
+    prefix = dl._iterator._shm_prefix
+    for _ in range(3):
+        assert [b["big"][0, 0, 0].item() for b in dl] == [float(i) for i in range(0, 24, 2)]
+    assert [b["big"][1, 5, 7].item() for b in kept] == [float(i) for i in range(1, 24, 2)]
+    del kept
+    gc.collect()
+    for _ in range(3):
+        list(dl)
+    # Per worker: the batches in flight, the one in our hands and one being built, plus a few
+    # spares; the slots that held the kept epoch were retired: not one file per batch.
+    in_use = dl.prefetch_factor + 2
+    assert len(_shm_files(prefix)) <= 2 * (in_use + _shm.SPARE_SLOTS)
+    dl._iterator._shutdown_workers()
+    assert not _shm_files(prefix)
+
+
+def test_slot_goes_back_to_the_worker_when_the_tensor_dies(tmp_path):
+    _shm.collate_into_shared_memory(f"emberdata-test-{os.getpid()}")
+    try:
+        receiver = _shm.Receiver()
+        batch = default_collate([np.ones((256, 64), np.float32), np.zeros((256, 64), np.float32)])
+        shared = _shm.export({"x": batch})["x"]
+        assert isinstance(shared, _shm.SharedTensor)
+        del batch
+        tensor = receiver.restore(shared)
+        view = tensor[1]
+        slot_state = receiver.mappings[shared.path]
+        assert tensor[0, 0, 0].item() == 1.0 and slot_state[0] == _shm.BUSY
+        del tensor
+        gc.collect()
+        assert slot_state[0] == _shm.BUSY  # a view still uses the memory
+        del view
+        gc.collect()
+        assert slot_state[0] == _shm.FREE
+        again = _shm.export(default_collate([np.ones((256, 64), np.float32)] * 2))
+        assert again.path == shared.path  # the same file, reused
+    finally:
+        _shm.cleanup(f"emberdata-test-{os.getpid()}")
+        _shm.collate_into_shared_memory(None)
+
+
+def test_full_shared_memory_falls_back_to_the_pipe_with_a_warning(monkeypatch):
+    def no_space(fd, offset, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", no_space)
+    _shm.collate_into_shared_memory(f"emberdata-test-{os.getpid()}")
+    try:
+        with pytest.warns(RuntimeWarning, match=r"No space left on device.*--shm-size"):
+            batch = default_collate([np.ones((256, 64), np.float32)] * 2)
+        assert _shm.export(batch) is batch  # sent by pickle instead
+        assert not _shm_files(f"emberdata-test-{os.getpid()}")
+    finally:
+        _shm.collate_into_shared_memory(None)
+
+
+def test_unpicklable_result_is_reported_not_waited_for():
+    dl = DataLoader(IterableWrapper(range(3)).map(helpers.make_generator), batch_size=None, num_workers=1)
+    with pytest.raises(TypeError, match="while pickling its result"):
+        list(dl)
+
+
+def test_exit_with_live_workers_is_clean(tmp_path):
+    script = tmp_path / "exit_with_workers.py"
+    script.write_text(
+        "import numpy as np\n"
+        "import emberdata_test_helpers as helpers\n"
+        "from emberdata import DataLoader\n"
+        "if __name__ == '__main__':\n"
+        "    dl = DataLoader(helpers.BigDataset(16), batch_size=2, num_workers=2, persistent_workers=True)\n"
+        "    it = iter(dl)\n"
+        "    next(it)\n"
+        "    print(it._shm_prefix)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([helpers.HERE, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not _shm_files(done.stdout.strip())
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie has exited: only its parent has not reaped it
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_workers_of_a_killed_main_process_exit(tmp_path):
+    import signal
+    import time
+
+    script = tmp_path / "killed_main.py"
+    script.write_text(
+        "import sys, time\n"
+        "import multiprocessing.forkserver as fs\n"
+        "import emberdata_test_helpers as helpers\n"
+        "from emberdata import DataLoader\n"
+        "if __name__ == '__main__':\n"
+        "    it = iter(DataLoader(helpers.BigDataset(64), batch_size=2, num_workers=2))\n"
+        "    next(it)\n"
+        "    print(*[w.pid for w in it._workers], fs._forkserver._forkserver_pid, it._shm_prefix, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([helpers.HERE, os.environ.get("PYTHONPATH", "")]))
+    main = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    *pids, prefix = main.stdout.readline().split()
+    os.kill(main.pid, signal.SIGKILL)
+    main.wait()
+    deadline = time.monotonic() + 15
+    while any(_alive(int(p)) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(int(p)) for p in pids), "workers (or the forkserver) outlived their main process"
+    assert not _shm_files(prefix)  # the workers removed their shared-memory files on their way out
 
 
 def test_spawn_start_method_works():

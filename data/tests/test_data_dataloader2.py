@@ -1,4 +1,5 @@
 import multiprocessing
+import threading
 
 import pytest
 
@@ -8,8 +9,12 @@ from emberdata.dataloader2 import (
     DistributedReadingService,
     FileStore,
     MultiProcessingReadingService,
+    ReadingServiceInterface,
+    TCPStore,
     graph,
 )
+from emberdata.dataloader2 import store as store_module
+from emberdata.datapipes.graph_settings import apply_sharding
 from emberdata.datapipes.iter import IterableWrapper
 from emberdata.datapipes.map import SequenceWrapper
 
@@ -64,6 +69,35 @@ def test_resume_mid_epoch_exactly(num_workers):
     assert list(resumed) == following  # and later epochs line up too
     resumed.shutdown()
     assert sorted(head + rest) == EVENS
+
+
+class CountingService(ReadingServiceInterface):
+    """A reading service written against TorchData 0.4's interface (no seed anywhere)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def initialize(self, datapipe):
+        self.calls.append("initialize")
+        return datapipe.map(helpers.double)
+
+    def initialize_iteration(self):
+        self.calls.append("initialize_iteration")
+
+    def finalize_iteration(self):
+        self.calls.append("finalize_iteration")
+
+    def finalize(self):
+        self.calls.append("finalize")
+
+
+def test_a_torchdata_04_reading_service_runs_and_its_graph_is_seeded():
+    ember.manual_seed(2)
+    service = CountingService()
+    with DataLoader2(IterableWrapper(range(10)).shuffle(), reading_service=service) as dl:
+        epochs = [list(dl), list(dl)]
+    assert sorted(epochs[0]) == sorted(epochs[1]) == [2 * i for i in range(10)] and epochs[0] != epochs[1]
+    assert service.calls == ["initialize"] + ["initialize_iteration", "finalize_iteration"] * 2 + ["finalize"]
 
 
 def test_load_state_dict_rejects_bad_state():
@@ -147,9 +181,64 @@ def test_file_store(tmp_path):
     store = FileStore(str(tmp_path))
     store.set("a/b", b"1")
     assert store.get("a/b") == b"1"
-    store.delete_key("a/b")
-    with pytest.raises(TimeoutError, match="not set within"):
+    store.wait(["a/b"])
+    assert store.delete_key("a/b") and not store.delete_key("a/b")
+    with pytest.raises(TimeoutError, match="'a/b' was not set within"):
         store.get("a/b", timeout=0.05)
+    with pytest.raises(TimeoutError, match="'c' was not set within"):
+        store.wait(["c"], timeout=0.05)
+    with pytest.raises(TypeError, match="value must be bytes or str, got int"):
+        store.set("a", 1)
+
+
+@pytest.fixture
+def tcp_master():
+    """A master TCPStore on a free port of 127.0.0.1 that nobody else needs to join."""
+    master = TCPStore("127.0.0.1", 0, is_master=True, timeout=5)
+    yield master
+    master.close()
+
+
+def test_tcp_store_set_get_add_compare_set_wait_delete(tcp_master):
+    client = TCPStore("127.0.0.1", tcp_master.port, timeout=5)
+    tcp_master.set("seed", "42")
+    assert client.get("seed") == b"42"
+    assert client.add("n", 3) == 3 and tcp_master.add("n", -1) == 2
+    assert client.compare_set("k", "", "v1") == b"v1"  # unset and expected empty: set
+    assert client.compare_set("k", "other", "v2") == b"v1"  # mismatch: unchanged
+    assert client.compare_set("k", "v1", b"v3") == b"v3"
+    threading.Timer(0.1, tcp_master.set, ("late", b"x")).start()
+    assert client.get("late") == b"x"  # blocks until another rank sets it
+    client.wait(["seed", "late"])
+    assert client.delete_key("seed") and not client.delete_key("seed")
+    client.close()
+
+
+def test_tcp_store_errors_name_what_is_missing(tcp_master):
+    client = TCPStore("127.0.0.1", tcp_master.port, timeout=5)
+    with pytest.raises(TimeoutError, match=r"key 'missing' was not set within 0.1 s \(store at 127.0.0.1:"):
+        client.get("missing", timeout=0.1)
+    client.set("present", b"")
+    with pytest.raises(TimeoutError, match="key 'absent' was not set"):
+        client.wait(["present", "absent"], timeout=0.1)
+    with pytest.raises(TypeError, match="value must be bytes or str, got int"):
+        client.set("k", 1)
+    with pytest.raises(TypeError, match="key must be a non-empty str"):
+        client.get(3)
+    with pytest.raises(ValueError, match="port must be an int"):
+        TCPStore("127.0.0.1", 70000)
+    with pytest.raises(OSError, match="cannot listen on port"):
+        TCPStore("127.0.0.1", tcp_master.port, is_master=True)
+    tcp_master.close()
+    with pytest.raises(ConnectionError, match="lost the connection to the store at 127.0.0.1"):
+        client.get("k")
+    with pytest.raises(TimeoutError, match="could not connect to 127.0.0.1"):
+        TCPStore("127.0.0.1", tcp_master.port, timeout=0.2)
+
+
+def test_tcp_store_master_waits_for_world_size():
+    with pytest.raises(TimeoutError, match="only 1 of world_size=2 ranks connected"):
+        TCPStore("127.0.0.1", 0, world_size=2, is_master=True, timeout=0.2)
 
 
 def test_distributed_reading_service_needs_env(monkeypatch, tmp_path):
@@ -158,22 +247,60 @@ def test_distributed_reading_service_needs_env(monkeypatch, tmp_path):
         DistributedReadingService()
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "1")
-    monkeypatch.delenv("EMBERDATA_STORE", raising=False)
-    with pytest.raises(RuntimeError, match="EMBERDATA_STORE"):
+    for name in ("EMBERDATA_STORE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(RuntimeError, match="set MASTER_ADDR and MASTER_PORT .* or EMBERDATA_STORE"):
         DistributedReadingService()
     monkeypatch.setenv("EMBERDATA_STORE", f"file://{tmp_path}")
     with DataLoader2(IterableWrapper(range(5)).sharding_filter(), reading_service=DistributedReadingService()) as dl:
         assert list(dl) == list(range(5))
 
 
-def test_two_ranks_share_rank0_seed_and_stop_together(tmp_path):
+def test_distributed_reading_service_times_out_naming_the_seed_key(monkeypatch, tcp_master):
+    # Rank 0's store is up but rank 0 never starts an epoch: rank 1 gives up on the seed key.
+    monkeypatch.setattr(store_module, "_TCP_STORES", {})
+    monkeypatch.delenv("EMBERDATA_STORE", raising=False)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(tcp_master.port))
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    dl = DataLoader2(IterableWrapper(range(4)).sharding_filter(), reading_service=DistributedReadingService(timeout=0.2))
+    with pytest.raises(TimeoutError, match=r"key 'drs\d+/seed/1' was not set within 0.2 s"):
+        list(dl)
+    dl.shutdown()  # rank 1 only records that it is done: nothing to wait for
+
+
+def test_rank0_alone_times_out_waiting_for_its_peer(monkeypatch):
+    monkeypatch.setattr(store_module, "_TCP_STORES", {})
+    monkeypatch.delenv("EMBERDATA_STORE", raising=False)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(helpers.free_port()))
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(TimeoutError, match="only 1 of world_size=2 ranks connected"):
+        DistributedReadingService(timeout=0.3)
+    monkeypatch.setenv("RANK", "1")  # and a rank whose rank 0 never comes
+    with pytest.raises(TimeoutError, match="could not connect to 127.0.0.1"):
+        DistributedReadingService(timeout=0.3)
+
+
+def _store_env(kind, tmp_path):
+    if kind == "file":
+        return {"EMBERDATA_STORE": str(tmp_path)}
+    return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(helpers.free_port())}
+
+
+@pytest.mark.parametrize(("store", "n"), [("file", 41), ("tcp", 40), ("tcp", 41)])
+def test_two_ranks_share_rank0_seed_and_stop_together(store, n, tmp_path, monkeypatch):
+    monkeypatch.delenv("EMBERDATA_STORE", raising=False)  # the ranks inherit the environment
     ctx = multiprocessing.get_context("forkserver")
     out = ctx.Queue()
-    n = 41  # rank 0 holds 21 samples, rank 1 holds 20: fullsync stops both after 20
-    procs = [ctx.Process(target=helpers.run_rank, args=(r, 2, str(tmp_path), n, 2, out)) for r in range(2)]
+    env = _store_env(store, tmp_path)
+    # n = 41: rank 0 holds 21 samples and rank 1 holds 20: fullsync stops both after 20.
+    procs = [ctx.Process(target=helpers.run_rank, args=(r, 2, env, n, 2, out)) for r in range(2)]
     for p in procs:
         p.start()
-    results = dict(out.get(timeout=120) for _ in range(3))
+    results = dict(helpers.collect(out, procs, 3))
     for p in procs:
         p.join(timeout=30)
     assert all(p.exitcode == 0 for p in procs)
@@ -181,6 +308,8 @@ def test_two_ranks_share_rank0_seed_and_stop_together(tmp_path):
         r0, r1 = results[0][epoch], results[1][epoch]
         assert len(r0) == len(r1) == 20 and not set(r0) & set(r1)
         assert set(r0) | set(r1) <= {2 * i for i in range(n)}
+        if n == 40:
+            assert sorted(r0 + r1) == EVENS  # each sample exactly once across the ranks
     assert results[0][0] != results[0][1]
     # Rank 1 used rank 0's seeds: replaying rank 0's base seed locally as rank 1 gives the same epochs.
     single = []
@@ -188,8 +317,6 @@ def test_two_ranks_share_rank0_seed_and_stop_together(tmp_path):
         pipe = helpers.shuffled_pipeline(n)
         dl = DataLoader2(pipe)
         dl.load_state_dict({"base_seed": results["seed"], "epoch": 0, "num_yielded": 0})
-        from emberdata.datapipes.graph_settings import apply_sharding
-
         apply_sharding(pipe, 2, rank)
         single.append(list(dl)[:20])
     assert single == [results[0][0], results[1][0]]

@@ -12,11 +12,13 @@ import zipfile
 import pytest
 
 from emberdata.datapipes.iter import (
+    CompressionType,
     Decompressor,
     FileLister,
     FileOpener,
     IterableWrapper,
     ParquetDataFrameLoader,
+    StreamReader,
     register_parquet_loader,
 )
 from emberdata.datapipes.iter import _fileio
@@ -78,8 +80,21 @@ def test_decompressor_all_types(tmp_path):
     assert next(iter(Decompressor(one, file_type="gzip")))[1].read() == payload
     with pytest.raises(RuntimeError, match="pass file_type"):
         list(Decompressor(FileOpener(IterableWrapper([str(tmp_path / "noext")]), mode="rb")))
-    with pytest.raises(ValueError, match="file_type must be one of"):
+    assert next(iter(Decompressor(one, file_type=CompressionType.GZIP)))[1].read() == payload
+    assert CompressionType("bz2") is CompressionType.BZIP2
+    with pytest.raises(ValueError, match="file_type must be a CompressionType"):
         Decompressor(one, file_type="rar")
+
+
+def test_open_modes_b_and_t_and_stream_reader(tmp_path):
+    (tmp_path / "f.txt").write_text("abcde")
+    path = str(tmp_path / "f.txt")
+    (_, binary), = FileOpener(IterableWrapper([path]), mode="b")
+    (_, text), = FileOpener(IterableWrapper([path]), mode="t")
+    assert binary.read() == b"abcde" and text.read() == "abcde"
+    chunks = [c for _, c in FileOpener(IterableWrapper([path]), mode="b").read_from_stream(chunk=2)]
+    assert chunks == [b"ab", b"cd", b"e"]
+    assert [c for _, c in StreamReader(FileOpener(IterableWrapper([path]), mode="b"))] == [b"abcde"]
 
 
 def test_zip_and_tar_loaders(tmp_path):
@@ -112,7 +127,13 @@ def test_saver(tmp_path):
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        if self.path == "/ok":
+        if self.path.startswith("/echo"):
+            body = f"{self.path} {self.headers.get('X-Test')} {self.headers.get('Authorization')}".encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.path == "/ok":
             body = b"served"
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
@@ -135,6 +156,11 @@ def test_http_reader():
         assert url.endswith("/ok") and stream.read() == b"served"
         with pytest.raises(RuntimeError, match="HTTP 404"):
             list(IterableWrapper([base + "/missing"]).read_from_http(timeout=5))
+        options = dict(headers={"X-Test": "yes"}, params={"q": "1"}, auth=("u", "p"))
+        (_, stream), = IterableWrapper([base + "/echo"]).read_from_http(timeout=5, **options)
+        assert stream.read() == b"/echo?q=1 yes Basic dTpw"
+        with pytest.raises(TypeError, match=r"unsupported request options \['verify'\]"):
+            IterableWrapper([base]).read_from_http(verify=False)
     finally:
         server.shutdown()
         server.server_close()
@@ -150,6 +176,8 @@ def test_fsspec_lister_and_opener(tree):
     listed = list(IterableWrapper(["memory://emberdata-test"]).list_files_by_fsspec(masks="*.txt"))
     assert len(listed) == 1 and listed[0].startswith("memory://") and listed[0].endswith("/emberdata-test/x.txt")
     (path, stream), = IterableWrapper(listed).open_files_by_fsspec(mode="rb")
+    assert stream.read() == b"mem-x\n"
+    (path, stream), = IterableWrapper(listed).open_file_by_fsspec(mode="b")  # TorchData 0.4's older name
     assert stream.read() == b"mem-x\n"
     saved = list(IterableWrapper([("memory://emberdata-test/z.txt", "Z")]).save_by_fsspec())
     assert fs.cat("/emberdata-test/z.txt") == b"Z" and saved == ["memory://emberdata-test/z.txt"]

@@ -90,7 +90,9 @@ def test_filter_plain_and_batched():
     assert list(dp(6).filter(helpers.is_even)) == [0, 2, 4]
     batches = IterableWrapper([DataChunk([1, 3]), DataChunk([2, 5])])
     assert list(batches.filter(helpers.is_even)) == [[2]]
-    assert list(batches.filter(helpers.is_even, drop_empty_batches=False)) == [[], [2]]
+    with pytest.warns(DeprecationWarning, match="drop_empty_batches"):
+        kept = batches.filter(helpers.is_even, drop_empty_batches=False)
+    assert list(kept) == [[], [2]]
     with pytest.raises(ValueError, match="must return a bool"):
         list(dp(2).filter(helpers.double))
 
@@ -250,6 +252,11 @@ def helpers_mod2(x):
 
 def none_for_odd(x):
     return None if x % 2 else 0
+
+
+def test_groupby_keep_key():
+    assert list(dp(4).groupby(helpers_mod2, keep_key=True, group_size=2)) == [(0, [0, 2]), (1, [1, 3])]
+    assert list(dp(3).groupby(helpers_mod2, keep_key=True)) == [(0, [0, 2]), (1, [1])]
 
 
 def test_groupby():

@@ -39,14 +39,24 @@ def test_batch_concat_zip():
         Batcher(seq(), -1)
 
 
-def test_shuffle_gives_an_iterdatapipe_seeded_by_ember():
+def test_shuffle_is_a_map_datapipe_in_an_order_drawn_from_ember():
+    ember.manual_seed(3)
     s = seq(20).shuffle()
-    assert isinstance(s, IterDataPipe) and len(s) == 20
-    ember.manual_seed(3)
     a = list(s)
+    assert isinstance(s, MapDataPipe) and len(s) == 20 and [s[i] for i in range(20)] == a
+    assert list(s) == a and sorted(a) == list(range(20)) and a != list(range(20))  # fixed once built
     ember.manual_seed(3)
-    assert list(s) == a and sorted(a) == list(range(20)) and a != list(range(20))
+    assert list(seq(20).shuffle()) == a
+    assert list(s.set_seed(7)) == list(seq(20).shuffle().set_seed(7)) != a
     assert list(seq(3).shuffle(indices=[2, 0]).set_shuffle(False)) == [2, 0]
+    keyed = SequenceWrapper({"a": 1, "b": 2}).shuffle(indices=["a", "b"])
+    assert sorted(keyed[k] for k in ("a", "b")) == [1, 2]
+    with pytest.raises(IndexError, match="not one of its indices"):
+        keyed["c"]
+
+
+def test_mapper_defaults_to_identity():
+    assert list(seq(3).map()) == [0, 1, 2]
 
 
 def test_conversions():

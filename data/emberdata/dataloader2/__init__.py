@@ -5,6 +5,7 @@ from emberdata.dataloader2.reading_service import (
     MultiProcessingReadingService,
     ReadingServiceInterface,
 )
-from emberdata.dataloader2.store import FileStore
+from emberdata.dataloader2.store import FileStore, TCPStore
 
-__all__ = ["DataLoader2", "DistributedReadingService", "FileStore", "MultiProcessingReadingService", "ReadingServiceInterface"]
+__all__ = ["DataLoader2", "DistributedReadingService", "FileStore", "MultiProcessingReadingService", "ReadingServiceInterface",
+           "TCPStore"]

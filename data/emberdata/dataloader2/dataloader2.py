@@ -47,15 +47,20 @@ class DataLoader2:
             self._adapted = self.reading_service.initialize(self.datapipe) if self.reading_service else self.datapipe
         if self._resume_from == 0:
             self._epoch += 1
-        seed = self._epoch_seed(self._epoch)
-        if self.reading_service is not None:
-            self.reading_service.initialize_iteration(seed)
-        else:
-            apply_shuffle_seed(self.datapipe, seed)
+        self._seed_epoch(self._epoch_seed(self._epoch))
         skip, self._resume_from = self._resume_from, 0
         self._num_yielded = 0
         self._active = object()
         return self._iterate(self._active, skip)
+
+    def _seed_epoch(self, seed):
+        service = self.reading_service
+        if callable(getattr(service, "initialize_epoch", None)):
+            service.initialize_epoch(seed)
+        elif isinstance(self._adapted, (IterDataPipe, MapDataPipe)):
+            apply_shuffle_seed(self._adapted, seed)
+        if service is not None:
+            service.initialize_iteration()
 
     def _iterate(self, token, skip):
         for sample in self._adapted:

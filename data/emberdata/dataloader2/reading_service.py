@@ -4,12 +4,17 @@ import os
 
 from emberdata.datapipes._base import IterDataPipe
 from emberdata.datapipes.graph_settings import apply_sharding, apply_shuffle_seed
-from emberdata.dataloader2.store import DEFAULT_TIMEOUT_S, FileStore
+from emberdata.dataloader2.store import DEFAULT_TIMEOUT_S, store_from_env
 
 
 class ReadingServiceInterface:
-    """`initialize` adapts the graph once; `initialize_iteration(seed)` starts an epoch and returns
-    the shuffle seed it used (Ember passes the seed so that every epoch is reproducible)."""
+    """TorchData 0.4's interface: `initialize` adapts the graph once, `initialize_iteration` and
+    `finalize_iteration` frame each epoch, `finalize` releases everything.
+
+    DataLoader2 seeds the random DataPipes of the adapted graph with each epoch's seed before
+    `initialize_iteration`; a service whose graph lives elsewhere (workers, ranks) takes the seed
+    itself by implementing `initialize_epoch(seed)`, an Ember addition.
+    """
 
     def initialize(self, datapipe):
         raise NotImplementedError(f"{type(self).__name__} must implement initialize")
@@ -17,8 +22,8 @@ class ReadingServiceInterface:
     def finalize(self):
         pass
 
-    def initialize_iteration(self, seed):
-        return seed
+    def initialize_iteration(self):
+        pass
 
     def finalize_iteration(self):
         pass
@@ -63,9 +68,9 @@ class MultiProcessingReadingService(ReadingServiceInterface):
         self._loader._sharding = (1, 0)
         return _LoaderDataPipe(self._loader)
 
-    def initialize_iteration(self, seed):
+    def initialize_epoch(self, seed):
+        """Every worker shuffles with `seed` this epoch, then keeps its shard."""
         self._loader._shared_seed = seed
-        return seed
 
     def finalize(self):
         iterator = self._loader._iterator if self._loader is not None else None
@@ -91,9 +96,11 @@ def _env_rank():
 class DistributedReadingService(ReadingServiceInterface):
     """Shards the graph across ranks (RANK, WORLD_SIZE from the environment) in this process.
 
-    Every epoch rank 0's shuffle seed is shared through the store (EMBERDATA_STORE), so all ranks
-    shuffle alike before sharding, and a fullsync step makes all ranks stop together when the first
-    one runs out (so no rank waits forever in a collective). `timeout` bounds every wait in seconds.
+    Every epoch rank 0's shuffle seed is shared through the store, so all ranks shuffle alike
+    before sharding, and a fullsync step makes all ranks stop together when the first one runs out
+    (so no rank waits forever in a collective). The store is a TCPStore that rank 0 serves at
+    MASTER_ADDR:MASTER_PORT, or a FileStore in the folder EMBERDATA_STORE when that is set (see
+    `store.store_from_env`). `timeout` bounds every wait, in seconds.
     """
 
     _instances = itertools.count()
@@ -101,7 +108,7 @@ class DistributedReadingService(ReadingServiceInterface):
     def __init__(self, timeout=DEFAULT_TIMEOUT_S):
         self.timeout = timeout
         self.rank, self.world_size = _env_rank()
-        self._store = FileStore.from_env()
+        self._store = store_from_env(self.rank, self.world_size, timeout)
         # Ranks build their services in the same order, so the nth one of each rank shares keys.
         self._prefix = f"drs{next(self._instances)}"
         self._epoch = 0
@@ -111,7 +118,8 @@ class DistributedReadingService(ReadingServiceInterface):
         self._datapipe = datapipe
         return _FullSync(datapipe, self)
 
-    def initialize_iteration(self, seed):
+    def initialize_epoch(self, seed):
+        """Every rank shuffles with rank 0's `seed` this epoch, then keeps its shard."""
         self._epoch += 1
         key = f"{self._prefix}/seed/{self._epoch}"
         if self.rank == 0:
@@ -120,7 +128,6 @@ class DistributedReadingService(ReadingServiceInterface):
             seed = int(self._store.get(key, self.timeout))
         apply_shuffle_seed(self._datapipe, seed)
         apply_sharding(self._datapipe, self.world_size, self.rank)
-        return seed
 
     def vote(self, step, has_data):
         """Publishes this rank's vote for `step`; True when every rank has a sample for it."""
@@ -131,6 +138,13 @@ class DistributedReadingService(ReadingServiceInterface):
             # Every rank has read step-2's votes before voting on step-1, so they can go.
             self._store.delete_key(f"{self._prefix}/sync/{self._epoch}/{step - 2}/{self.rank}")
         return all(v == b"1" for v in votes)
+
+    def finalize(self):
+        # Rank 0 may serve the TCPStore: it must not exit before every rank has read its last vote.
+        done = f"{self._prefix}/finalized"
+        self._store.set(f"{done}/{self.rank}", b"1")
+        if self.rank == 0:
+            self._store.wait([f"{done}/{r}" for r in range(1, self.world_size)], self.timeout)
 
 
 class _FullSync(IterDataPipe):

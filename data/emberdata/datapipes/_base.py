@@ -44,10 +44,16 @@ class _DillFunction:
         return dill.loads, (self.payload,)
 
 
+def picklable_function(fn):
+    """`fn` itself, or, for a lambda or local function when `dill` is installed, a stand-in that
+    pickles it by value (as TorchData does)."""
+    return _DillFunction(fn) if DILL_AVAILABLE and _is_unpicklable_fn(fn) else fn
+
+
 def _serialize_value(owner, name, value):
     if _is_unpicklable_fn(value):
         if DILL_AVAILABLE:
-            return _DillFunction(value)
+            return picklable_function(value)
         raise pickle.PicklingError(
             f"{type(owner).__name__}.{name}: cannot pickle the local function or lambda {_describe_fn(value)}; "
             "install `dill`, or use a module-level function or functools.partial (needed for worker processes)"

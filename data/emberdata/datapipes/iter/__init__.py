@@ -37,6 +37,7 @@ from emberdata.datapipes.iter._fileio import (
     LineReader,
     ParquetDataFrameLoader,
     Saver,
+    StreamReader,
     TarArchiveLoader,
     ZipArchiveLoader,
     register_parquet_loader,
@@ -44,6 +45,5 @@ from emberdata.datapipes.iter._fileio import (
 from emberdata.datapipes.iter._s3 import S3FileLister, S3FileLoader
 from emberdata.datapipes.iter._split import Demultiplexer, Forker
 
-# PyTorch's other spellings of the same classes.
-Unbatcher = UnBatcher
+# PyTorch 1.12's deprecated name for FileOpener.
 FileLoader = FileOpener

@@ -4,6 +4,7 @@ import random
 import warnings
 
 from emberdata._seed import take_seed
+from emberdata.sampler import SequentialSampler
 from emberdata.datapipes._base import (
     DataChunk,
     IterDataPipe,
@@ -97,11 +98,19 @@ class Mapper(IterDataPipe):
 
 @functional_datapipe("filter")
 class Filter(IterDataPipe):
-    """Keeps samples for which `filter_fn` is true; inside batches it filters each batch's items."""
+    """Keeps samples for which `filter_fn` is true; inside batches it filters each batch's items.
 
-    def __init__(self, datapipe, filter_fn, drop_empty_batches=True, input_col=None):
+    `drop_empty_batches` (default True) is deprecated, as in PyTorch 1.12: passing it warns.
+    """
+
+    def __init__(self, datapipe, filter_fn, drop_empty_batches=None, input_col=None):
         self.datapipe = check_datapipe(datapipe, "Filter: datapipe")
         self.filter_fn = check_callable(filter_fn, "Filter: filter_fn")
+        if drop_empty_batches is None:
+            drop_empty_batches = True
+        else:
+            warnings.warn("Filter: `drop_empty_batches` is deprecated since PyTorch 1.12 and will be removed",
+                          DeprecationWarning, stacklevel=2)
         self.drop_empty_batches = drop_empty_batches
         self.input_col = input_col
 
@@ -485,12 +494,15 @@ class Grouper(IterDataPipe):
     A group is yielded when it reaches `group_size`. When the buffer is full the largest group is
     yielded early; if it is smaller than `guaranteed_group_size` (default: `group_size`) it is
     dropped with `drop_remaining=True`, else a RuntimeError is raised. At the end the remaining
-    groups are yielded (dropped with `drop_remaining=True`).
+    groups are yielded (dropped with `drop_remaining=True`). With `keep_key` each group comes as
+    `(key, group)`.
     """
 
-    def __init__(self, datapipe, group_key_fn, *, buffer_size=10000, group_size=None, guaranteed_group_size=None, drop_remaining=False):
+    def __init__(self, datapipe, group_key_fn, *, keep_key=False, buffer_size=10000, group_size=None,
+                 guaranteed_group_size=None, drop_remaining=False):
         self.datapipe = check_datapipe(datapipe, "Grouper: datapipe")
         self.group_key_fn = check_callable(group_key_fn, "Grouper: group_key_fn")
+        self.keep_key = keep_key
         self.buffer_size = check_int(buffer_size, "Grouper: buffer_size", minimum=1)
         self.group_size = check_int(group_size, "Grouper: group_size", minimum=1, allow_none=True)
         if group_size is not None and group_size > buffer_size:
@@ -501,8 +513,11 @@ class Grouper(IterDataPipe):
         self.guaranteed_group_size = guaranteed_group_size if guaranteed_group_size is not None else group_size
         self.drop_remaining = drop_remaining
 
+    def _output(self, key, group):
+        return (key, DataChunk(group)) if self.keep_key else DataChunk(group)
+
     def _evict_biggest(self, groups):
-        """Makes room: the biggest group, or None when it is too small and may be dropped."""
+        """Makes room: the biggest group, and what to yield for it (None when it may be dropped)."""
         biggest = max(groups, key=lambda k: len(groups[k]))
         group = groups.pop(biggest)
         if self.guaranteed_group_size is not None and len(group) < self.guaranteed_group_size:
@@ -512,7 +527,7 @@ class Grouper(IterDataPipe):
                 f"Grouper: the buffer of {self.buffer_size} is full and its biggest group has {len(group)} samples, "
                 f"fewer than guaranteed_group_size={self.guaranteed_group_size}; raise buffer_size or set drop_remaining=True"
             )
-        return group, DataChunk(group)
+        return group, self._output(biggest, group)
 
     def __iter__(self):
         groups, buffered = {}, 0
@@ -522,25 +537,23 @@ class Grouper(IterDataPipe):
             buffered += 1
             if self.group_size is not None and len(groups[key]) == self.group_size:
                 buffered -= len(groups[key])
-                yield DataChunk(groups.pop(key))
+                yield self._output(key, groups.pop(key))
             elif buffered == self.buffer_size:
-                group, chunk = self._evict_biggest(groups)
+                group, out = self._evict_biggest(groups)
                 buffered -= len(group)
-                if chunk is not None:
-                    yield chunk
+                if out is not None:
+                    yield out
         if not self.drop_remaining:
-            for group in groups.values():
-                yield DataChunk(group)
+            for key, group in groups.items():
+                yield self._output(key, group)
 
 
 class Sampler(IterDataPipe):
     """Iterates `sampler(datapipe, *sampler_args, **sampler_kwargs)` (no functional name, as in PyTorch)."""
 
-    def __init__(self, datapipe, sampler=None, sampler_args=None, sampler_kwargs=None):
-        from emberdata.sampler import SequentialSampler
-
+    def __init__(self, datapipe, sampler=SequentialSampler, sampler_args=None, sampler_kwargs=None):
         self.datapipe = check_datapipe(datapipe, "Sampler: datapipe")
-        self.sampler_cls = sampler or SequentialSampler
+        self.sampler_cls = check_callable(sampler, "Sampler: sampler")
         self.sampler_args = tuple(sampler_args or ())
         self.sampler_kwargs = dict(sampler_kwargs or {})
         self.sampler = self.sampler_cls(self.datapipe, *self.sampler_args, **self.sampler_kwargs)

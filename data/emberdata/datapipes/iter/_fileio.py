@@ -1,6 +1,8 @@
 """File-reading IterDataPipes: list, open, read lines/CSV/JSON, decompress, archives, save, HTTP, fsspec."""
+import base64
 import bz2
 import csv
+import enum
 import fnmatch
 import gzip
 import io
@@ -9,10 +11,11 @@ import lzma
 import os
 import tarfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 
-from emberdata.datapipes._base import IterDataPipe, check_callable, check_datapipe, functional_datapipe
+from emberdata.datapipes._base import IterDataPipe, check_callable, check_datapipe, check_int, functional_datapipe
 from emberdata.datapipes.utils import StreamWrapper
 
 
@@ -83,17 +86,22 @@ class FileLister(IterDataPipe):
         return self.length
 
 
-_OPEN_MODES = ("r", "rb", "rt")
+_OPEN_MODES = ("r", "rb", "rt", "b", "t")  # 'b' and 't' mean 'rb' and 'rt', as PyTorch accepts
+
+
+def _open_mode(mode, owner):
+    if mode not in _OPEN_MODES:
+        raise ValueError(f"{owner}: mode must be one of {_OPEN_MODES}, got {mode!r}")
+    return mode if mode.startswith("r") else "r" + mode
 
 
 @functional_datapipe("open_files")
 class FileOpener(IterDataPipe):
-    """`(path, stream)` for each path; mode 'r'/'rt' gives text, 'rb' bytes."""
+    """`(path, stream)` for each path; mode 'r'/'rt'/'t' gives text, 'rb'/'b' bytes."""
 
     def __init__(self, datapipe, mode="r", encoding=None, length=-1):
         self.datapipe = check_datapipe(datapipe, "FileOpener: datapipe")
-        if mode not in _OPEN_MODES:
-            raise ValueError(f"FileOpener: mode must be one of {_OPEN_MODES}, got {mode!r}")
+        mode = _open_mode(mode, "FileOpener")
         if mode == "rb" and encoding is not None:
             raise ValueError("FileOpener: binary mode doesn't take an encoding argument")
         self.mode, self.encoding, self.length = mode, encoding, length
@@ -174,6 +182,22 @@ class CSVDictParser(_CSVBase):
         return csv.DictReader(lines, **self.fmtparams)
 
 
+@functional_datapipe("read_from_stream")
+class StreamReader(IterDataPipe):
+    """`(path, chunk)` for each `(path, stream)`: reads of `chunk` bytes (None: the whole stream at once)."""
+
+    def __init__(self, datapipe, chunk=None):
+        self.datapipe = check_datapipe(datapipe, "StreamReader: datapipe")
+        self.chunk = check_int(chunk, "StreamReader: chunk", minimum=1, allow_none=True)
+
+    def __iter__(self):
+        size = -1 if self.chunk is None else self.chunk
+        for path, stream in self.datapipe:
+            while data := stream.read(size):
+                yield path, data
+            stream.close()
+
+
 @functional_datapipe("parse_json_files")
 class JsonParser(IterDataPipe):
     """`(path, object)` for each JSON stream; `kwargs` go to `json.loads`."""
@@ -187,7 +211,7 @@ class JsonParser(IterDataPipe):
             yield path, json.loads(stream.read(), **self.kwargs)
 
 
-class CompressionType:
+class CompressionType(enum.Enum):
     GZIP = "gzip"
     LZMA = "lzma"
     TAR = "tar"
@@ -220,7 +244,8 @@ class Decompressor(IterDataPipe):
         if isinstance(file_type, str):
             file_type = _SUFFIXES.get("." + file_type.lower().lstrip("."), file_type.lower())
         if file_type is not None and file_type not in _OPENERS:
-            raise ValueError(f"Decompressor: file_type must be one of {sorted(_OPENERS)} or None, got {file_type!r}")
+            names = sorted(t.value for t in CompressionType)
+            raise ValueError(f"Decompressor: file_type must be a CompressionType, one of {names}, or None; got {file_type!r}")
         self.file_type = file_type
 
     def _type_of(self, path):
@@ -304,18 +329,40 @@ class Saver(IterDataPipe):
             yield path
 
 
+_HTTP_OPTIONS = ("auth", "headers", "params")  # the `requests` options HttpReader understands
+
+
+def _http_request(url, options):
+    """A GET request for `url` with `requests`-style `headers`, `params` and `auth=(user, password)`."""
+    if options.get("params"):
+        url += ("&" if urllib.parse.urlsplit(url).query else "?") + urllib.parse.urlencode(options["params"])
+    request = urllib.request.Request(url, headers=dict(options.get("headers") or {}))
+    if options.get("auth"):
+        user, password = options["auth"]
+        request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    return request
+
+
 @functional_datapipe("read_from_http")
 class HttpReader(IterDataPipe):
-    """`(url, stream)` for each URL; `timeout` in seconds (None: the socket default)."""
+    """`(url, stream)` for each URL; `timeout` in seconds (None: the socket default).
 
-    def __init__(self, source_datapipe, timeout=None):
+    Of the `requests` options TorchData passes through `**kwargs`, `headers`, `params` and
+    `auth=(user, password)` are understood (the standard library makes the request).
+    """
+
+    def __init__(self, source_datapipe, timeout=None, **kwargs):
         self.source_datapipe = check_datapipe(source_datapipe, "HttpReader: source_datapipe")
+        unknown = sorted(set(kwargs) - set(_HTTP_OPTIONS))
+        if unknown:
+            raise TypeError(f"HttpReader: unsupported request options {unknown}; expected some of {list(_HTTP_OPTIONS)}")
         self.timeout = timeout
+        self.query_params = kwargs
 
     def __iter__(self):
         for url in self.source_datapipe:
             try:
-                response = urllib.request.urlopen(url, timeout=self.timeout)
+                response = urllib.request.urlopen(_http_request(url, self.query_params), timeout=self.timeout)
             except urllib.error.HTTPError as e:
                 raise RuntimeError(f"HttpReader: GET {url} failed with HTTP {e.code} {e.reason}") from e
             except (urllib.error.URLError, TimeoutError, OSError) as e:
@@ -357,14 +404,16 @@ class FSSpecFileOpener(IterDataPipe):
     def __init__(self, source_datapipe, mode="r", **kwargs):
         _fsspec()
         self.source_datapipe = check_datapipe(source_datapipe, "FSSpecFileOpener: source_datapipe")
-        if mode not in _OPEN_MODES:
-            raise ValueError(f"FSSpecFileOpener: mode must be one of {_OPEN_MODES}, got {mode!r}")
-        self.mode, self.kwargs = mode, kwargs
+        self.mode, self.kwargs = _open_mode(mode, "FSSpecFileOpener"), kwargs
 
     def __iter__(self):
         fsspec = _fsspec()
         for path in self.source_datapipe:
             yield path, StreamWrapper(fsspec.open(path, self.mode, **self.kwargs).open())
+
+
+# TorchData 0.4's older spelling of the functional name.
+IterDataPipe.register_datapipe_as_function("open_file_by_fsspec", FSSpecFileOpener)
 
 
 @functional_datapipe("save_by_fsspec")

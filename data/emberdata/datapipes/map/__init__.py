@@ -3,7 +3,7 @@ import copy
 import random
 import warnings
 
-from emberdata._seed import take_seed
+from emberdata._seed import draw_seed
 from emberdata.datapipes._base import (
     DataChunk,
     IterDataPipe,
@@ -37,11 +37,16 @@ class SequenceWrapper(MapDataPipe):
         return len(self.sequence)
 
 
+def default_fn(data):
+    """Mapper's default `fn`: the item unchanged (PyTorch's name)."""
+    return data
+
+
 @functional_datapipe("map")
 class Mapper(MapDataPipe):
     """`fn(datapipe[index])`."""
 
-    def __init__(self, datapipe, fn):
+    def __init__(self, datapipe, fn=default_fn):
         self.datapipe = check_datapipe(datapipe, "Mapper: datapipe", MapDataPipe)
         self.fn = check_callable(fn, "Mapper: fn")
 
@@ -117,32 +122,46 @@ class Zipper(MapDataPipe):
         return min(len(dp) for dp in self.datapipes)
 
 
-class Shuffler(IterDataPipe):
-    """Iterates a MapDataPipe in a shuffled order of `indices` (an IterDataPipe, as in PyTorch 1.12).
+@functional_datapipe("shuffle")
+class Shuffler(MapDataPipe):
+    """`datapipe` in a shuffled order of `indices`, as a MapDataPipe (PyTorch 1.12): item `key`
+    is `datapipe[shuffled[position of key in indices]]`, and iterating follows the shuffled order.
 
-    Seeded like the iterable Shuffler: `set_seed`, else a seed drawn from ember's generator.
+    The order is drawn from ember's generator when the Shuffler is built (so `ember.manual_seed`
+    reproduces it; PyTorch uses Python's `random`); `set_seed` draws it again from a seed (what
+    DataLoader2 does each epoch, identically in every worker and rank) and `set_shuffle(False)`
+    gives back the order of `indices`.
     """
 
     def __init__(self, datapipe, *, indices=None):
         self.datapipe = check_datapipe(datapipe, "Shuffler: datapipe", MapDataPipe)
         self.indices = list(range(len(datapipe))) if indices is None else list(indices)
+        self._positions = {key: i for i, key in enumerate(self.indices)}
         self._enabled = True
-        self._seed = None
+        self.set_seed(draw_seed())
 
     def set_shuffle(self, shuffle=True):
         self._enabled = bool(shuffle)
         return self
 
     def set_seed(self, seed):
-        self._seed = check_int(seed, "Shuffler.set_seed: seed")
+        self._shuffled = list(self.indices)
+        random.Random(check_int(seed, "Shuffler.set_seed: seed")).shuffle(self._shuffled)
         return self
 
+    def _order(self):
+        return self._shuffled if self._enabled else self.indices
+
+    def __getitem__(self, key):
+        try:
+            position = self._positions[key]
+        except (KeyError, TypeError):
+            raise IndexError(f"Shuffler: index {key!r} is not one of its indices") from None
+        return self.datapipe[self._order()[position]]
+
     def __iter__(self):
-        order = list(self.indices)
-        if self._enabled:
-            random.Random(take_seed(self)).shuffle(order)
-        for i in order:
-            yield self.datapipe[i]
+        for index in self._order():
+            yield self.datapipe[index]
 
     def __len__(self):
         return len(self.indices)
@@ -179,6 +198,5 @@ class IterToMapConverter(MapDataPipe):
         yield from self._load().values()
 
 
-# These two cross kinds: `map_dp.shuffle()` gives an IterDataPipe, `iter_dp.to_map_datapipe()` a MapDataPipe.
-MapDataPipe.register_datapipe_as_function("shuffle", Shuffler)
+# This one crosses kinds: `iter_dp.to_map_datapipe()` gives a MapDataPipe.
 IterDataPipe.register_datapipe_as_function("to_map_datapipe", IterToMapConverter)
