@@ -327,3 +327,20 @@ def test_searchsorted_errors():
         ember.bucketize(seq, ember.zeros(2, 2))
     with pytest.raises(TypeError, match="must be Tensor or Number"):
         ember.searchsorted(seq, "x")
+
+
+def test_return_types_repr_fields_and_pickle():
+    import pickle
+
+    x = ember.tensor([[3.0, 1.0], [2.0, 5.0]])
+    result = ember.max(x, 1)
+    assert type(result) is ember.return_types.max
+    assert repr(result) == "ember.return_types.max(\nvalues=tensor([3., 5.]),\nindices=tensor([0, 1]))"
+    values, indices = result
+    assert values.tolist() == [3.0, 5.0] and result.indices.tolist() == [0, 1]
+    again = pickle.loads(pickle.dumps(result))
+    assert type(again) is ember.return_types.max and again.values.tolist() == [3.0, 5.0]
+    mm = ember.aminmax(x)
+    assert type(mm) is ember.return_types.aminmax and (mm.min.item(), mm.max.item()) == (1.0, 5.0)
+    assert type(ember.nanmedian(x, 0)) is ember.return_types.nanmedian
+    assert type(ember.sort(x)) is ember.return_types.sort

@@ -1,9 +1,8 @@
 """The functional API: elementwise math, comparisons and reductions, named as in PyTorch."""
 import builtins
-import collections
 import numbers
 
-from ember import _C
+from ember import _C, return_types
 
 UNARY = [
     "abs", "neg", "sign", "square", "floor", "ceil", "trunc", "exp", "exp2", "expm1", "log", "log2",
@@ -249,9 +248,6 @@ def outer(input, vec2):
 
 # ---- reductions ----
 
-_values_indices = {n: collections.namedtuple(n, ["values", "indices"]) for n in ("max", "min", "sort", "topk", "mode", "median", "kthvalue", "cummax", "cummin", "aminmax")}
-
-
 def _reduce(name, input, dim, keepdim, dtype):
     _require_tensor(input, name)
     if isinstance(dim, (tuple, list)) and len(dim) == 0 and name not in ("amax", "amin"):
@@ -310,7 +306,7 @@ def _extreme(name, input, dim_or_other, keepdim):
     if isinstance(dim_or_other, _C.Tensor):
         return (maximum if name == "max" else minimum)(input, dim_or_other)
     values, indices = _C.arg_reduce(input, dim_or_other, keepdim, name == "max")
-    return _values_indices[name](values, indices)
+    return getattr(return_types, name)(values, indices)
 
 
 def max(input, dim=None, keepdim=False, *, out=None):
@@ -335,7 +331,7 @@ def argmin(input, dim=None, keepdim=False):
 
 
 def aminmax(input, *, dim=None, keepdim=False):
-    return _values_indices["aminmax"](amin(input, () if dim is None else dim, keepdim), amax(input, () if dim is None else dim, keepdim))
+    return return_types.aminmax(amin(input, () if dim is None else dim, keepdim), amax(input, () if dim is None else dim, keepdim))
 
 
 def _correction(correction, unbiased):
@@ -418,4 +414,4 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return pow(sum(pow(a, p), dim, keepdim), 1.0 / p)
 
 
-__all__ = [n for n in list(_g) if not n.startswith("_") and n not in ("builtins", "collections", "numbers")]
+__all__ = [n for n in list(_g) if not n.startswith("_") and n not in ("builtins", "numbers", "return_types")]

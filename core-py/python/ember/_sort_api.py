@@ -8,7 +8,8 @@ shape (it is not resized).
 import numbers
 
 from ember import _C
-from ember._ops import _require_tensor, _values_indices
+from ember import return_types
+from ember._ops import _require_tensor
 
 def _write_out(name, out, result):
     """Copies `result` (a tensor or a tuple of them) into `out` and returns `out`."""
@@ -43,7 +44,7 @@ def _count(k, name, what="k"):
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """(values, indices) sorted along `dim`; NaN sorts as the largest value. Always stable."""
     _require_tensor(input, "sort")
-    result = _values_indices["sort"](*_C.sort(input, _dim(dim, "sort"), bool(descending)))
+    result = return_types.sort(*_C.sort(input, _dim(dim, "sort"), bool(descending)))
     return _write_out("sort", out, result)
 
 
@@ -64,14 +65,14 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     sorts, so a small `k` costs about one pass over the data."""
     _require_tensor(input, "topk")
     result = _C.topk(input, _count(k, "topk"), _dim(dim, "topk"), bool(largest), bool(sorted))
-    return _write_out("topk", out, _values_indices["topk"](*result))
+    return _write_out("topk", out, return_types.topk(*result))
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The `k`-th smallest element (1-based) along `dim` and its index."""
     _require_tensor(input, "kthvalue")
     result = _C.kthvalue(input, _count(k, "kthvalue"), _dim(dim, "kthvalue"), bool(keepdim))
-    return _write_out("kthvalue", out, _values_indices["kthvalue"](*result))
+    return _write_out("kthvalue", out, return_types.kthvalue(*result))
 
 
 def _median(name, input, dim, keepdim, out, ignore_nan):
@@ -83,7 +84,7 @@ def _median(name, input, dim, keepdim, out, ignore_nan):
             return full((), float("nan"), dtype=input.dtype)
         return _write_out(name, out, _C.median(input.reshape(-1), 0, False, ignore_nan)[0])
     result = _C.median(input, _dim(dim, name), bool(keepdim), ignore_nan)
-    return _write_out(name, out, _values_indices["median"](*result))
+    return _write_out(name, out, getattr(return_types, name)(*result))
 
 
 def median(input, dim=None, keepdim=False, *, out=None):
@@ -102,7 +103,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     occurrence."""
     _require_tensor(input, "mode")
     result = _C.mode(input, _dim(dim, "mode"), bool(keepdim))
-    return _write_out("mode", out, _values_indices["mode"](*result))
+    return _write_out("mode", out, return_types.mode(*result))
 
 
 def _quantile(name, input, q, dim, keepdim, interpolation, out, ignore_nan):
@@ -223,13 +224,13 @@ def cummax(input, dim, *, out=None):
     """Running maximum along `dim` and where it was taken (ties move to the later index; a NaN
     stays once seen)."""
     _require_tensor(input, "cummax")
-    return _write_out("cummax", out, _values_indices["cummax"](*_C.cum_extreme(input, _dim(dim, "cummax"), True)))
+    return _write_out("cummax", out, return_types.cummax(*_C.cum_extreme(input, _dim(dim, "cummax"), True)))
 
 
 def cummin(input, dim, *, out=None):
     """Running minimum along `dim` and where it was taken."""
     _require_tensor(input, "cummin")
-    return _write_out("cummin", out, _values_indices["cummin"](*_C.cum_extreme(input, _dim(dim, "cummin"), False)))
+    return _write_out("cummin", out, return_types.cummin(*_C.cum_extreme(input, _dim(dim, "cummin"), False)))
 
 
 def _join(tensors, dim):
