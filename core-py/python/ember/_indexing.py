@@ -75,7 +75,14 @@ def _as_index_tensor(k):
     return t
 
 
+def _is_whole_mask(t, key):
+    """`t[mask]` with a bool mask of `t`'s own shape: a masked select or fill, no coordinates."""
+    return isinstance(key, _C.Tensor) and key.dtype == _C.bool and t.ndim > 0 and key.shape == t.shape
+
+
 def getitem(t, key):
+    if _is_whole_mask(t, key):
+        return _C.masked_select(t, key)
     view, advanced = basic_view(t, key)
     if not advanced:
         return view
@@ -85,6 +92,9 @@ def getitem(t, key):
 
 
 def setitem(t, key, value):
+    if _is_whole_mask(t, key) and (isinstance(value, numbers.Number) or (isinstance(value, _C.Tensor) and value.ndim == 0)):
+        _C.masked_fill(t, key, value, True)
+        return
     view, advanced = basic_view(t, key)
     if not advanced:
         view.copy_(value)

@@ -10,6 +10,7 @@ use crate::parallel::{for_range, pool, GRAIN};
 use crate::strided::{unravel, Plan};
 use crate::tensor::Tensor;
 use crate::with_dtype;
+use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 
 /// Binds `$T` to an unsigned type of `$size` bytes, for kernels that only move elements.
@@ -641,13 +642,39 @@ pub fn nonzero(x: &Tensor) -> Tensor {
     })
 }
 
-/// `masked_select`: the elements of `x` where `mask` (both broadcast), as a 1-d tensor.
+/// `masked_select`: the elements of `x` where `mask` (both broadcast), as a 1-d tensor in
+/// row-major order. Chunks count their selected elements in parallel, then copy them to their
+/// prefix offsets.
 pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     check_bool_mask("masked_select:", mask)?;
     let shape = broadcast_shapes(x.shape(), mask.shape())?;
-    let coords = nonzero(&mask.broadcast_to(&shape)?);
-    let xb = at_least_1d(&x.broadcast_to(&shape)?);
-    index(&xb, &coordinate_columns(&coords, xb.ndim()))
+    let (xs, ms) = (x.broadcast_to(&shape)?.contiguous(), mask.broadcast_to(&shape)?.contiguous());
+    let n = xs.numel();
+    let chunk = GRAIN.max(n.div_ceil(pool().current_num_threads().max(1)));
+    let span = |c: usize| c * chunk..((c + 1) * chunk).min(n);
+    let pm = Ptr(ms.data_ptr::<bool>() as *mut u8);
+    // Bools are bytes 0 and 1: counting them is a sum.
+    let mask_of = |c: usize| unsafe { std::slice::from_raw_parts(pm.at(span(c).start as isize) as *const u8, span(c).len()) };
+    let counts: Vec<usize> = pool().install(|| (0..n.div_ceil(chunk)).into_par_iter().map(|c| mask_of(c).iter().map(|&b| b as usize).sum()).collect());
+    let starts: Vec<usize> = counts.iter().scan(0, |acc, &k| Some(std::mem::replace(acc, *acc + k))).collect();
+    let out = Tensor::uninit(&[counts.iter().sum()], x.dtype());
+    with_dtype!(x.dtype(), T, {
+        let (px, po) = (Ptr(xs.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
+        for_range(counts.len(), 1, |s, e| {
+            for c in s..e {
+                let m = mask_of(c);
+                // Branch-free: every element is written and the cursor advances only past selected
+                // ones; stopping at the last selected element keeps writes inside this chunk's part.
+                let Some(last) = m.iter().rposition(|&b| b != 0) else { continue };
+                let (src, mut o) = (px.at(span(c).start as isize), starts[c]);
+                for (i, &b) in m[..=last].iter().enumerate() {
+                    unsafe { *po.at(o as isize) = *src.add(i) };
+                    o += b as usize;
+                }
+            }
+        });
+    });
+    Ok(out)
 }
 
 /// `masked_scatter_`: the elements of `x` where `mask` take `source`'s elements in order.
