@@ -61,6 +61,11 @@ impl Geom {
     fn is_pointwise(&self) -> bool {
         self.kernel == [1; 3] && self.stride == [1; 3] && self.pad == [0; 3]
     }
+    /// Stride 1 along H and W with equal input and output widths: consecutive output rows of a
+    /// tap read consecutive, equally long image rows, which im2col copies as one run.
+    fn rows_are_runs(&self) -> bool {
+        self.stride[1] == 1 && self.stride[2] == 1 && self.input[2] == self.output[2]
+    }
     /// Input position of output position `o` at kernel tap `k` along `dim` (may be outside).
     fn source(&self, dim: usize, o: usize, k: usize) -> isize {
         (o * self.stride[dim] + k * self.dilation[dim]) as isize - self.pad[dim] as isize
@@ -88,6 +93,10 @@ unsafe fn im2col<T: Element>(src: *const T, g: &Geom, channels: std::ops::Range<
             for kh in 0..kh_n {
                 for kw in 0..kw_n {
                     let r = ((c * kd_n + kd) * kh_n + kh) * kw_n + kw;
+                    if g.rows_are_runs() {
+                        tap_in_runs(plane, g, (kd, kh, kw), rows.clone(), cols.add(r * ncols));
+                        continue;
+                    }
                     let (lo, hi) = g.valid_w(kw);
                     let w0 = g.source(2, 0, kw);
                     for (t, row) in rows.clone().enumerate() {
@@ -105,6 +114,41 @@ unsafe fn im2col<T: Element>(src: *const T, g: &Geom, channels: std::ops::Range<
                 }
             }
         }
+    }
+}
+
+/// One tap's column rows when `Geom::rows_are_runs`: a run of consecutive valid output rows reads
+/// consecutive image rows of the same width, so the whole run is one copy (its padding columns,
+/// which pick up neighbouring rows' pixels, are zeroed after). Rows outside the image are zero.
+unsafe fn tap_in_runs<T: Element>(plane: *const T, g: &Geom, (kd, kh, kw): (usize, usize, usize), rows: std::ops::Range<usize>, dst: *mut T) {
+    let width = g.output[2];
+    let (lo, hi) = g.valid_w(kw);
+    let off = g.source(2, 0, kw);
+    let mut t = 0;
+    while t < rows.len() {
+        let row = rows.start + t;
+        let (id, ih) = (g.source(0, row / g.output[1], kd), g.source(1, row % g.output[1], kh));
+        if id < 0 || id >= g.input[0] as isize || ih < 0 || ih >= g.input[1] as isize {
+            std::ptr::write_bytes(dst.add(t * width), 0, width);
+            t += 1;
+            continue;
+        }
+        // Extend the run while the next row stays in this depth slice and inside the image.
+        let mut len = 1;
+        while t + len < rows.len() && (row + len) / g.output[1] == row / g.output[1] && ih + (len as isize) < g.input[1] as isize {
+            len += 1;
+        }
+        let start = plane.offset((id * g.input[1] as isize + ih) * g.input[2] as isize);
+        let total = (len * width) as isize;
+        let (j0, j1) = ((-off).max(0), total - off.max(0));
+        if j0 < j1 {
+            std::ptr::copy_nonoverlapping(start.offset(j0 + off), dst.add(t * width + j0 as usize), (j1 - j0) as usize);
+        }
+        for r in t..t + len {
+            std::ptr::write_bytes(dst.add(r * width), 0, lo);
+            std::ptr::write_bytes(dst.add(r * width + hi), 0, width - hi);
+        }
+        t += len;
     }
 }
 
@@ -382,11 +426,11 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
     let cout = ops.weight.shape()[0] / groups;
     let k = cin * g.kernel_volume();
     let l = g.output_volume();
-    let rows_per_tile = if g.is_pointwise() { g.output_rows() } else { (COLUMN_BUDGET / (k * g.output[2]).max(1)).clamp(1, g.output_rows()) };
+    let threads = pool().current_num_threads();
+    let rows_per_tile = if g.is_pointwise() { g.output_rows() } else { tile_rows(g, k, batch * groups, threads) };
     let tiles = g.output_rows().div_ceil(rows_per_tile);
     let (x, w, o) = (Ptr(ops.input.data_ptr::<T>()), Ptr(ops.weight.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
     let bias = ops.bias.as_ref().map(|b| Ptr(b.data_ptr::<T>()));
-    let threads = pool().current_num_threads();
     // One task: a tile of output rows of one (image, group); `threads` > 1 splits its GEMM.
     let task = |t: usize, cols: &mut Vec<T>, threads: usize| unsafe {
         let (tile, ng) = (t % tiles, t / tiles);
@@ -420,6 +464,14 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
         let mut cols = Vec::new();
         (0..tasks).for_each(|t| task(t, &mut cols, threads));
     }
+}
+
+/// Output rows per im2col tile: at most `COLUMN_BUDGET` columns of `k` rows, and if a little
+/// less gives every thread the same number of (image, group, tile) tasks, that.
+fn tile_rows(g: &Geom, k: usize, images: usize, threads: usize) -> usize {
+    let rows = g.output_rows();
+    let budget = (COLUMN_BUDGET / (k * g.output[2]).max(1)).clamp(1, rows);
+    (budget.div_ceil(2)..=budget).rev().find(|&r| (images * rows.div_ceil(r)) % threads == 0).unwrap_or(budget)
 }
 
 /// `im2col` over all channels, split across threads by channel when `threads` > 1.
