@@ -1,0 +1,148 @@
+"""One FFmpeg decoding process: each output stream on a pipe of its own, stderr drained by a thread.
+
+Reading is pulled by the caller (`read_some`), so FFmpeg runs only as far ahead as the pipes
+hold: memory stays flat however long the source is. `poll` waits on every pipe at once, so a
+full pipe that FFmpeg is blocked on is always read (no deadlock between outputs).
+"""
+import collections
+import fcntl
+import os
+import select
+import subprocess
+import threading
+
+from .. import _ffmpeg
+
+_PIPE_BYTES = 1 << 20  # bigger pipes: fewer wake-ups per decoded second
+_F_SETPIPE_SZ = 1031
+_MAX_READ = 1 << 20
+
+
+class DecodeProcess:
+    def __init__(self, make_command, buffers, src_name, feed=None):
+        """`make_command(pipe_names)` builds the argument list; `feed(stdin)` writes a file-like source."""
+        self.buffers = buffers
+        self.src_name = src_name
+        self._stderr = collections.deque(maxlen=200)
+        self._geometry = {}
+        self._header_seen = threading.Condition()
+        self._stderr_done = False
+        self._readers = {}
+        write_ends = []
+        for index in range(len(buffers)):
+            read_end, write_end = os.pipe()
+            _grow_pipe(write_end)
+            self._readers[read_end] = index
+            write_ends.append(write_end)
+        try:
+            self.proc = subprocess.Popen(
+                make_command([f"pipe:{fd}" for fd in write_ends]), pass_fds=write_ends,
+                stdin=subprocess.PIPE if feed else subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except BaseException:
+            self._close_fds(list(self._readers))
+            raise
+        finally:
+            self._close_fds(write_ends)  # the child holds them now; our copies would hide EOF
+        self._threads = [threading.Thread(target=self._drain_stderr, daemon=True)]
+        if feed:
+            self._threads.append(threading.Thread(target=feed, args=(self.proc.stdin,), daemon=True))
+        for thread in self._threads:
+            thread.start()
+
+    @staticmethod
+    def _close_fds(fds):
+        for fd in fds:
+            os.close(fd)
+
+    def _drain_stderr(self):
+        output_section = False
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self._stderr.append(line)
+            if line.startswith(("Input #", "Stream mapping")):
+                output_section = False
+            elif line.startswith("Output #"):
+                output_section = True
+            elif output_section and (parsed := _ffmpeg.parse_output_stream_line(line)):
+                with self._header_seen:
+                    self._geometry[parsed[0]] = parsed[1]
+                    self._header_seen.notify_all()
+        with self._header_seen:
+            self._stderr_done = True
+            self._header_seen.notify_all()
+
+    def stderr_text(self):
+        return "\n".join(self._stderr)
+
+    def geometry(self, index):
+        """What FFmpeg negotiated for output `index`: its channels (audio) or (width, height) (video).
+
+        FFmpeg prints an output's header before it writes the first byte of it, so this waits only
+        for the stderr thread to catch up."""
+        with self._header_seen:
+            self._header_seen.wait_for(lambda: index in self._geometry or self._stderr_done)
+        if index not in self._geometry:
+            raise RuntimeError(f"FFmpeg wrote output {index} of {self.src_name!r} without describing it: "
+                               f"{_ffmpeg.error_lines(self.stderr_text())}")
+        return self._geometry[index]
+
+    def read_some(self, timeout, on_first_data):
+        """Read what is ready on the pipes into the buffers. True once every pipe has ended."""
+        if not self._readers:
+            return True
+        poller = select.poll()
+        for fd in self._readers:
+            poller.register(fd, select.POLLIN)
+        ready = poller.poll(None if timeout is None else timeout * 1000)
+        if not ready:
+            raise TimeoutError(f"no data from FFmpeg for {self.src_name!r} within timeout={timeout} seconds")
+        for fd, _ in ready:
+            buffer = self.buffers[self._readers[fd]]
+            if buffer.frame_shape is None:
+                on_first_data(self._readers[fd])
+            data = os.read(fd, _read_size(buffer))
+            if data:
+                buffer.push(data)
+            else:
+                del self._readers[fd]
+                os.close(fd)
+                buffer.check_complete()
+        if self._readers:
+            return False
+        self._finish()
+        return True
+
+    def _finish(self):
+        returncode = self.proc.wait()
+        for thread in self._threads:
+            thread.join()
+        if returncode != 0:
+            raise RuntimeError(f"FFmpeg failed decoding {self.src_name!r} (exit code {returncode}): "
+                               f"{_ffmpeg.error_lines(self.stderr_text())}")
+
+    def close(self):
+        """Stop FFmpeg (if still running), reap it and release every pipe; safe to call twice."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._close_fds(list(self._readers))
+        self._readers.clear()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+
+def _grow_pipe(fd):
+    try:
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_BYTES)
+    except OSError:
+        pass  # over the system's pipe-max-size: the default size works, only slower
+
+
+def _read_size(buffer):
+    """Bytes to read now: just enough to complete the chunk being filled, so that a reader who
+    pops every ready chunk never overflows the buffer (TorchAudio's decoder hands over one packet
+    at a time, to the same effect)."""
+    if buffer.frames_per_chunk < 0:
+        return _MAX_READ
+    missing_frames = buffer.frames_per_chunk - buffer.buffered_frames % buffer.frames_per_chunk
+    return max(1, min(_MAX_READ, missing_frames * buffer.frame_bytes - buffer.partial_bytes))
