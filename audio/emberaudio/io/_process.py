@@ -75,18 +75,16 @@ class DecodeProcess:
         return "\n".join(self._stderr)
 
     def geometry(self, index):
-        """What FFmpeg negotiated for output `index`: its channels (audio) or (width, height) (video).
+        """What FFmpeg negotiated for output `index`: its channels (audio) or (width, height)
+        (video); None when FFmpeg ended without describing it (it failed, or the output is empty).
 
         FFmpeg prints an output's header before it writes the first byte of it, so this waits only
         for the stderr thread to catch up."""
         with self._header_seen:
             self._header_seen.wait_for(lambda: index in self._geometry or self._stderr_done)
-        if index not in self._geometry:
-            raise RuntimeError(f"FFmpeg wrote output {index} of {self.src_name!r} without describing it: "
-                               f"{_ffmpeg.error_lines(self.stderr_text())}")
-        return self._geometry[index]
+        return self._geometry.get(index)
 
-    def read_some(self, timeout, on_first_data):
+    def read_some(self, timeout, learn_frame_shape):
         """Read what is ready on the pipes into the buffers. True once every pipe has ended."""
         if not self._readers:
             return True
@@ -97,20 +95,28 @@ class DecodeProcess:
         if not ready:
             raise TimeoutError(f"no data from FFmpeg for {self.src_name!r} within timeout={timeout} seconds")
         for fd, _ in ready:
-            buffer = self.buffers[self._readers[fd]]
-            if buffer.frame_shape is None:
-                on_first_data(self._readers[fd])
-            data = os.read(fd, _read_size(buffer))
+            index = self._readers[fd]
+            if self.buffers[index].frame_shape is None and not learn_frame_shape(index):
+                self._end_pipe(fd, expect_empty=True)
+                continue
+            data = os.read(fd, _read_size(self.buffers[index]))
             if data:
-                buffer.push(data)
+                self.buffers[index].push(data)
             else:
-                del self._readers[fd]
-                os.close(fd)
-                buffer.check_complete()
+                self._end_pipe(fd)
         if self._readers:
             return False
         self._finish()
         return True
+
+    def _end_pipe(self, fd, expect_empty=False):
+        index = self._readers.pop(fd)
+        try:
+            if expect_empty and os.read(fd, 1):
+                raise RuntimeError(f"FFmpeg wrote output {index} of {self.src_name!r} without describing it")
+        finally:
+            os.close(fd)
+        self.buffers[index].check_complete()
 
     def _finish(self):
         returncode = self.proc.wait()

@@ -308,14 +308,18 @@ class StreamReader:
             yield chunks
 
     def _learn_frame_shape(self, i):
+        """Set output i's frame shape from what FFmpeg negotiated; False if FFmpeg never said."""
         out = self._outputs[i]
         geometry = self._process.geometry(i)
+        if geometry is None:
+            return False
         if out.media_type == "audio":
             out.buffer.frame_shape = (geometry,)
-            return
+            return True
         width, height = geometry
         channels, planar = _ffmpeg.VIDEO_PIXEL_FORMATS[out.raw_format]
         out.buffer.frame_shape = (channels, height, width) if planar else (height, width, channels)
+        return True
 
     def _start_process(self):
         if self._file:
@@ -330,12 +334,15 @@ class StreamReader:
         input_options = dict(self._option)
         if self._format:
             input_options["f"] = self._format
-        if self._start:
-            input_options["ss"] = repr(float(self._start))
+        # FFmpeg cannot seek in a pipe: there every output decodes from the start and drops what
+        # comes before the timestamp; a path seeks in the demuxer
+        start = {"ss": repr(float(self._start))} if self._start else {}
+        output_start = start if self._file else {}
+        input_options.update({} if self._file else start)
         for out in self._outputs:
             input_options.update(_decoder_options(out))
         source = ffmpeg_python.input(self._src_arg, **input_options)
-        outputs = [source[str(out.source_index)].output(pipe, **_muxer_options(out))
+        outputs = [source[str(out.source_index)].output(pipe, **_muxer_options(out), **output_start)
                    for out, pipe in zip(self._outputs, pipe_names)]
         # -loglevel info: each output's header tells the channels / size that its filters produced
         return ffmpeg_python.merge_outputs(*outputs).compile(cmd=_ffmpeg.base_command("info"))
