@@ -125,12 +125,14 @@ def codec_long_name(codec):
 
 def _bits_per_sample(codec, sample_format):
     """Bits of one sample as stored: PCM and lossless codecs have it, lossy codecs do not (0)."""
-    match = re.search(r"\((\d+) bit\)", sample_format)
+    if codec in ("pcm_mulaw", "pcm_alaw"):
+        return 8
+    match = re.match(r"pcm_[suf](\d+)", codec) or re.search(r"\((\d+) bit\)", sample_format)
     if match:
         return int(match.group(1))
-    if codec.startswith("pcm_") or codec in ("flac", "alac", "wavpack"):
+    if codec in ("flac", "alac", "wavpack"):
         base = sample_format.split()[0].rstrip("p")
-        return {"u8": 8, "s16": 16, "s32": 32, "flt": 32, "dbl": 64, "s64": 64}.get(base, 0)
+        return {"u8": 8, "s16": 16, "s32": 32}.get(base, 0)
     return 0
 
 

@@ -333,3 +333,10 @@ def test_no_orphan_after_ffmpeg_error(media):
     pid = reader._process.proc.pid
     reader.close()
     assert _gone(pid)
+
+
+def test_seek_past_the_end_gives_no_chunks(media):
+    reader = StreamReader(media["wav"])
+    reader.add_basic_audio_stream(frames_per_chunk=1000)
+    reader.seek(60.0)
+    assert chunks_of(reader) == []
