@@ -15,7 +15,6 @@ from .. import _ffmpeg
 
 _PIPE_BYTES = 1 << 20  # bigger pipes: fewer wake-ups per decoded second
 _F_SETPIPE_SZ = 1031
-_MAX_READ = 1 << 20
 
 
 class DecodeProcess:
@@ -99,10 +98,7 @@ class DecodeProcess:
             if self.buffers[index].frame_shape is None and not learn_frame_shape(index):
                 self._end_pipe(fd, expect_empty=True)
                 continue
-            data = os.read(fd, _read_size(self.buffers[index]))
-            if data:
-                self.buffers[index].push(data)
-            else:
+            if not self.buffers[index].read_from(fd):
                 self._end_pipe(fd)
         if self._readers:
             return False
@@ -143,12 +139,3 @@ def _grow_pipe(fd):
     except OSError:
         pass  # over the system's pipe-max-size: the default size works, only slower
 
-
-def _read_size(buffer):
-    """Bytes to read now: just enough to complete the chunk being filled, so that a reader who
-    pops every ready chunk never overflows the buffer (TorchAudio's decoder hands over one packet
-    at a time, to the same effect)."""
-    if buffer.frames_per_chunk < 0:
-        return _MAX_READ
-    missing_frames = buffer.frames_per_chunk - buffer.buffered_frames % buffer.frames_per_chunk
-    return max(1, min(_MAX_READ, missing_frames * buffer.frame_bytes - buffer.partial_bytes))
