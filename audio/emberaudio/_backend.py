@@ -124,22 +124,22 @@ def save(filepath, src, sample_rate, channels_first=True, format=None, encoding=
 
 
 def _encode(cmd, interleaved, fileobj):
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE if fileobj else subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    # stdout (the encoded file) and stderr are drained by threads while stdin is written: no deadlock
-    threads = [threading.Thread(target=_copy, args=(proc.stdout, fileobj.write), daemon=True)] if fileobj else []
     stderr = []
-    threads.append(threading.Thread(target=_copy, args=(proc.stderr, stderr.append), daemon=True))
-    for thread in threads:
-        thread.start()
-    try:
-        proc.stdin.write(interleaved.data)
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass  # FFmpeg refused the options; its stderr says why
-    proc.wait()
-    for thread in threads:
-        thread.join()
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE if fileobj else subprocess.DEVNULL,
+                          stderr=subprocess.PIPE) as proc:
+        # stdout (the encoded file) and stderr are drained by threads while stdin is written: no deadlock
+        threads = [threading.Thread(target=_copy, args=(proc.stderr, stderr.append), daemon=True)]
+        if fileobj:
+            threads.append(threading.Thread(target=_copy, args=(proc.stdout, fileobj.write), daemon=True))
+        for thread in threads:
+            thread.start()
+        try:
+            proc.stdin.write(interleaved.data)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # FFmpeg refused the options; its stderr says why
+        for thread in threads:
+            thread.join()
     if proc.returncode != 0:
         raise RuntimeError(f"FFmpeg could not write the audio: {_ffmpeg.error_lines(b''.join(stderr).decode(errors='replace'))}")
 

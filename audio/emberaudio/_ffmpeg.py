@@ -255,13 +255,12 @@ def _header_or_error(src, stderr):
 
 def probe_bytes(src_name, feed, format, option):
     """Source streams of a file-like source: its bytes are fed to FFmpeg's stdin by `feed(stdin)`."""
-    proc = subprocess.Popen(base_command("info") + input_args("pipe:0", format, option),
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    writer = threading.Thread(target=feed, args=(proc.stdin,), daemon=True)
-    writer.start()
-    stderr = proc.stderr.read().decode(errors="replace")
-    proc.wait()
-    writer.join()
+    with subprocess.Popen(base_command("info") + input_args("pipe:0", format, option),
+                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+        writer = threading.Thread(target=feed, args=(proc.stdin,), daemon=True)
+        writer.start()
+        stderr = proc.stderr.read().decode(errors="replace")
+        writer.join()
     return _header_or_error(src_name, stderr)
 
 

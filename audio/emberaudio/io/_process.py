@@ -116,8 +116,7 @@ class DecodeProcess:
 
     def _finish(self):
         returncode = self.proc.wait()
-        for thread in self._threads:
-            thread.join()
+        self._join_threads(timeout=None)
         if returncode != 0:
             raise RuntimeError(f"FFmpeg failed decoding {self.src_name!r} (exit code {returncode}): "
                                f"{_ffmpeg.error_lines(self.stderr_text())}")
@@ -129,8 +128,12 @@ class DecodeProcess:
         self.proc.wait()
         self._close_fds(list(self._readers))
         self._readers.clear()
+        self._join_threads(timeout=5)
+
+    def _join_threads(self, timeout):
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout)
+        self.proc.stderr.close()
 
 
 def _grow_pipe(fd):
