@@ -90,10 +90,10 @@ class _FileLikeSource:
 
 
 def _check_chunking(frames_per_chunk, buffer_chunk_size):
-    for name, value, smallest in (("frames_per_chunk", frames_per_chunk, 1), ("buffer_chunk_size", buffer_chunk_size, 1)):
+    for name, value in (("frames_per_chunk", frames_per_chunk), ("buffer_chunk_size", buffer_chunk_size)):
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if value != -1 and value < smallest:
+        if value != -1 and value < 1:
             raise ValueError(f"{name} must be a positive int or -1, got {value}")
 
 
@@ -218,7 +218,8 @@ class StreamReader:
     def _add_video(self, frames_per_chunk, buffer_chunk_size, stream_index, decoder, decoder_option, hw_accel,
                    filters, fmt):
         index = self._pick_stream(stream_index, "video")
-        fmt = _ffmpeg.VIDEO_FORMAT_ALIASES.get(fmt or self._streams[index].format, fmt or self._streams[index].format)
+        fmt = fmt or self._streams[index].format
+        fmt = _ffmpeg.VIDEO_FORMAT_ALIASES.get(fmt, fmt)
         if fmt not in _ffmpeg.VIDEO_PIXEL_FORMATS:
             raise ValueError(f"video chunks need one of the pixel formats {sorted(_ffmpeg.VIDEO_PIXEL_FORMATS)}; "
                              f"stream {index} decodes to {fmt!r}: add format=pix_fmts=... to filter_desc")
