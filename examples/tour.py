@@ -87,3 +87,11 @@ with zipfile.ZipFile(sst2_zip, "w") as archive:
 datasets.RESOURCES["SST-2.zip"] = datasets.Resource(sst2_zip.as_uri(), hashlib.md5(sst2_zip.read_bytes()).hexdigest())
 train = datasets.SST2(root=sst2_zip.parent / "cache", split="train")
 print("\nSST2 train rows:", list(train), "| len() is the real split's:", len(train))
+
+# emberaudio: stream a generated 440 Hz tone through FFmpeg in 1-second chunks, low-passed.
+from emberaudio.io import StreamReader  # noqa: E402
+
+with StreamReader("sine=frequency=440:duration=3", format="lavfi") as reader:
+    reader.add_audio_stream(frames_per_chunk=44100, filter_desc="lowpass=f=1000,aformat=sample_fmts=flt")
+    peaks = [round(chunk.abs().max().item(), 3) for (chunk,) in reader.stream()]
+print(f"\nemberaudio StreamReader: {len(peaks)} chunks of 1 s, low-passed 440 Hz tone, peaks {peaks}")

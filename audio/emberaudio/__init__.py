@@ -1,6 +1,10 @@
-"""emberaudio: TorchAudio-style media I/O, CTC decoding and beamforming, on Ember tensors.
+"""emberaudio: TorchAudio's media I/O on Ember tensors, decoded and encoded by FFmpeg.
 
-Nothing is implemented in this package yet; see README.md for what is planned.
+`emberaudio.io.StreamReader` streams audio and video chunk by chunk; `load`, `info` and `save` read
+and write whole audio files. The CTC decoder and beamforming are not implemented yet (README.md).
 """
+from . import io
+from ._backend import AudioMetaData, info, load, save
 
 __version__ = "0.1.0"
+__all__ = ["io", "AudioMetaData", "info", "load", "save"]

@@ -1,0 +1,67 @@
+"""Media made once per session with the same FFmpeg binary, and a reference decoder: FFmpeg's CLI."""
+import subprocess
+
+import numpy as np
+import pytest
+
+from emberaudio import _ffmpeg
+
+SAMPLE_RATE = 44100
+SECONDS = 3
+
+
+def run_ffmpeg(*args):
+    return subprocess.run([_ffmpeg.executable(), "-hide_banner", "-nostdin", "-loglevel", "error", *args],
+                          capture_output=True, check=True).stdout
+
+
+def reference_decode(path, *options, fmt="f32le", dtype="float32", channels=None, src_format=()):
+    """What `ffmpeg -i path [options] -f fmt -` writes, as a (frames, channels) array."""
+    raw = run_ffmpeg(*src_format, "-i", str(path), "-map", "0:a:0", *options, "-f", fmt, "-")
+    samples = np.frombuffer(raw, dtype=dtype)
+    return samples.reshape(-1, channels) if channels else samples
+
+
+def _make(path, encoder_args, video=False):
+    stereo = f"sine=frequency=440:duration={SECONDS}:sample_rate={SAMPLE_RATE},pan=stereo|c0=c0|c1=0.5*c0"
+    args = ["-y", "-f", "lavfi", "-i", stereo]
+    if video:
+        args += ["-f", "lavfi", "-i", f"testsrc=size=64x48:rate=10:duration={SECONDS}"]
+    try:
+        run_ffmpeg(*args, *encoder_args, str(path))
+    except subprocess.CalledProcessError as error:
+        return error.stderr.decode(errors="replace").strip().splitlines()[-1]
+    return None
+
+
+MEDIA = {
+    "wav": ([], False),
+    "flac": (["-c:a", "flac"], False),
+    "mp3": (["-c:a", "libmp3lame"], False),
+    "mp4": (["-c:a", "aac", "-c:v", "libx264", "-pix_fmt", "yuv420p"], True),
+    "webm": (["-c:a", "libopus", "-c:v", "libvpx-vp9"], True),
+}
+
+
+@pytest.fixture(scope="session")
+def media(tmp_path_factory):
+    """Extension -> path, or -> the reason this FFmpeg cannot make it."""
+    folder = tmp_path_factory.mktemp("media")
+    made = {}
+    for ext, (encoder_args, video) in MEDIA.items():
+        path = folder / f"sine.{ext}"
+        made[ext] = _make(path, encoder_args, video) or path
+    video_only = folder / "video_only.mp4"
+    run_ffmpeg("-y", "-f", "lavfi", "-i", f"testsrc=size=64x48:rate=10:duration={SECONDS}", "-c:v", "libx264",
+               str(video_only))
+    made["video_only"] = video_only
+    return made
+
+
+@pytest.fixture
+def media_file(media, request):
+    """The file for the test's `ext` parameter; skips where this FFmpeg lacks the encoder."""
+    found = media[request.param]
+    if isinstance(found, str):
+        pytest.skip(f"this FFmpeg cannot write .{request.param}: {found}")
+    return found
