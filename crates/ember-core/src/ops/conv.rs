@@ -466,12 +466,12 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
     }
 }
 
-/// Output rows per im2col tile: at most `COLUMN_BUDGET` columns of `k` rows, and if a little
-/// less gives every thread the same number of (image, group, tile) tasks, that.
+/// Output rows per im2col tile: at most `COLUMN_BUDGET` columns of `k` rows, in the fewest tiles
+/// of near-equal size that give every thread the same number of (image, group, tile) tasks.
 fn tile_rows(g: &Geom, k: usize, images: usize, threads: usize) -> usize {
     let rows = g.output_rows();
     let budget = (COLUMN_BUDGET / (k * g.output[2]).max(1)).clamp(1, rows);
-    (budget.div_ceil(2)..=budget).rev().find(|&r| (images * rows.div_ceil(r)) % threads == 0).unwrap_or(budget)
+    (rows.div_ceil(budget)..=rows).map(|tiles| rows.div_ceil(tiles)).find(|&r| (images * rows.div_ceil(r)) % threads == 0).unwrap_or(budget)
 }
 
 /// `im2col` over all channels, split across threads by channel when `threads` > 1.
