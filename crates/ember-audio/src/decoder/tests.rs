@@ -95,11 +95,13 @@ fn lexicon_decoder_rejects_spellings_outside_the_lexicon() {
     let h = &d.decode(&e, 3, 5).unwrap()[0];
     assert!(h.words.iter().all(|w| w == "ab" || w == "ba" || w == "c"), "{:?}", h.words);
     assert!(!h.words.is_empty());
-    // With unknown words allowed and cheap, "a c" stays together as <unk>... or splits.
-    let opts = CtcDecoderOptions { unk_score: 0.0, ..Default::default() };
+    // With unknown words allowed and cheap, "a" becomes <unk> and "c |" the word c.
+    // ("c" is spelled `c |`, so the silence frame completes it.)
+    let opts = CtcDecoderOptions { unk_score: -0.01, ..Default::default() };
     let d = decoder(None, &opts);
     let h = &d.decode(&e, 3, 5).unwrap()[0];
-    close(h.score, -0.3, 1e-5);
+    close(h.score, -0.31, 1e-5);
+    assert_eq!(h.words, vec!["<unk>", "c"]);
 }
 
 #[test]
@@ -170,10 +172,10 @@ fn brute_force_lexicon<L: LanguageModel>(
         for s in &states {
             let node = trie.node(s.node);
             let lex_max = if s.node == root { 0.0 } else { node.max_score };
-            for k in 0..n {
+            for (k, &fk) in f.iter().enumerate() {
                 let Some(c) = node.child(k) else { continue };
                 let child = trie.node(c);
-                let sc = s.score + f[k] as f64 + if k == SIL { o.sil_score } else { 0.0 };
+                let sc = s.score + fk as f64 + if k == SIL { o.sil_score } else { 0.0 };
                 if (s.blank || k != s.token) && child.has_children() {
                     let la = (child.max_score - lex_max) as f64;
                     next.push(S { score: sc + o.lm_weight * la, node: c, token: k, blank: false, ..s.clone() });
@@ -188,6 +190,21 @@ fn brute_force_lexicon<L: LanguageModel>(
                     let l = (ls - lex_max) as f64;
                     next.push(S {
                         score: sc + o.lm_weight * l + o.word_score,
+                        lm: st,
+                        node: root,
+                        token: k,
+                        blank: false,
+                        words: ws,
+                    });
+                }
+                if child.labels.is_empty() && o.unk_score > f64::NEG_INFINITY {
+                    let unk = words.index("<unk>").unwrap();
+                    let (st, ls) = lm.score(&s.lm, unk);
+                    let mut ws = s.words.clone();
+                    ws.push(unk);
+                    let l = (ls - lex_max) as f64;
+                    next.push(S {
+                        score: sc + o.lm_weight * l + o.unk_score,
                         lm: st,
                         node: root,
                         token: k,
@@ -228,6 +245,8 @@ fn lexicon_search_matches_exhaustive_enumeration() {
             lm_weight: 0.5 + seed as f64 * 0.1,
             word_score: -0.3,
             sil_score: 0.2,
+            unk_score: if seed % 3 == 0 { -1.5 } else { f64::NEG_INFINITY },
+            log_add: false,
             beam_size: 100_000,
             beam_threshold: 1e9,
             ..Default::default()
