@@ -434,3 +434,80 @@ fn missing_special_tokens_are_reported() {
     let tokens = Dictionary::parse_tokens(TOKENS).unwrap();
     assert!(CtcDecoder::new(Some(&lexicon), tokens, None, &CtcDecoderOptions::default()).is_err());
 }
+
+/// Exhaustive lexicon-free n-best: every path's score grouped by its LM history (the final
+/// search state), max-merged or log-added.
+fn exhaustive_nbest(lm: &ArpaLm, e: &[f32], frames: usize, n: usize, o: &BeamOptions) -> Vec<f64> {
+    let mut groups: std::collections::HashMap<Vec<usize>, f64> = Default::default();
+    for code in 0..n.pow(frames as u32) {
+        let mut c = code;
+        let (mut score, mut state, mut history) = (0.0, lm.start(false), Vec::new());
+        let (mut prev, mut prev_blank) = (SIL, false);
+        for t in 0..frames {
+            let k = c % n;
+            c /= n;
+            score += e[t * n + k] as f64 + if k == SIL { o.sil_score } else { 0.0 };
+            if k != BLANK && (k != prev || prev_blank) {
+                let (st, s) = lm.score(&state, k);
+                score += o.lm_weight * s as f64;
+                state = st;
+                history.push(k);
+            }
+            prev_blank = k == BLANK;
+            prev = k;
+        }
+        score += o.lm_weight * lm.finish(&state).1 as f64;
+        let slot = groups.entry(history).or_insert(f64::NEG_INFINITY);
+        *slot = if o.log_add { crate::trie::log_add(*slot, score) } else { slot.max(score) };
+    }
+    let mut scores: Vec<f64> = groups.into_values().collect();
+    scores.sort_by(|a, b| b.total_cmp(a));
+    scores
+}
+
+#[test]
+fn lexicon_free_nbest_matches_exhaustive_grouping() {
+    for (seed, log_add) in [(1u64, false), (2, true), (3, false), (4, true)] {
+        let frames = 5;
+        let e = random_emissions(500 + seed, frames, 5);
+        let opts = CtcDecoderOptions {
+            lm_weight: 0.7,
+            sil_score: 0.1,
+            log_add,
+            nbest: 1000,
+            beam_size: 100_000,
+            beam_threshold: 1e9,
+            ..Default::default()
+        };
+        let tokens = Dictionary::parse_tokens(TOKENS).unwrap();
+        let model = Arc::new(ArpaModel::parse(TOKEN_ARPA).unwrap());
+        let d = CtcDecoder::new(None, tokens, Some(model), &opts).unwrap();
+        let got: Vec<f64> = d.decode(&e, frames, 5).unwrap().iter().map(|h| h.score).collect();
+        let DecoderLm::Arpa(lm) = &d.lm else { panic!() };
+        let want = exhaustive_nbest(lm, &e, frames, 5, &d.beam);
+        assert_eq!(got.len(), want.len(), "seed {seed}");
+        for (g, w) in got.iter().zip(&want) {
+            close(*g, *w, 1e-9);
+        }
+    }
+}
+
+#[test]
+fn pruning_keeps_the_beam_within_bounds_and_the_threshold() {
+    let e = random_emissions(77, 30, 5);
+    for (beam_size, threshold) in [(1usize, 50.0), (3, 50.0), (50, 0.5)] {
+        let opts = CtcDecoderOptions {
+            beam_size,
+            beam_threshold: threshold,
+            beam_size_token: Some(3),
+            nbest: 100,
+            lm_weight: 1.0,
+            ..Default::default()
+        };
+        let d = decoder(Some(WORD_ARPA), &opts);
+        let hyps = d.decode(&e, 30, 5).unwrap();
+        assert!(!hyps.is_empty() && hyps.len() <= beam_size);
+        assert!(hyps.iter().all(|h| h.score >= hyps[0].score - threshold));
+        assert!(hyps.windows(2).all(|w| w[0].score >= w[1].score));
+    }
+}
