@@ -56,7 +56,9 @@ impl Dictionary {
         let index = self.entries.len();
         for name in names {
             if self.index_of.contains_key(*name) {
-                return Err(AudioError::Invalid(format!("duplicate dictionary entry '{name}'")));
+                return Err(AudioError::Invalid(format!(
+                    "duplicate dictionary entry '{name}'"
+                )));
             }
             self.index_of.insert((*name).to_string(), index);
         }

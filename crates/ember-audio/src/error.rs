@@ -8,7 +8,11 @@ pub enum AudioError {
     /// A file could not be read.
     Io { path: String, message: String },
     /// A file's content does not follow its format; `line` is 1-based when known.
-    Parse { what: String, line: usize, message: String },
+    Parse {
+        what: String,
+        line: usize,
+        message: String,
+    },
     /// A caller's argument is out of range or inconsistent.
     Invalid(String),
 }
@@ -17,7 +21,11 @@ impl fmt::Display for AudioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AudioError::Io { path, message } => write!(f, "cannot read {path}: {message}"),
-            AudioError::Parse { what, line, message } => {
+            AudioError::Parse {
+                what,
+                line,
+                message,
+            } => {
                 write!(f, "{what}, line {line}: {message}")
             }
             AudioError::Invalid(message) => f.write_str(message),
@@ -28,6 +36,8 @@ impl fmt::Display for AudioError {
 impl std::error::Error for AudioError {}
 
 pub(crate) fn read_text(path: &str) -> Result<String, AudioError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| AudioError::Io { path: path.to_string(), message: e.to_string() })
+    std::fs::read_to_string(path).map_err(|e| AudioError::Io {
+        path: path.to_string(),
+        message: e.to_string(),
+    })
 }

@@ -46,7 +46,10 @@ impl TrieNode {
     #[inline]
     pub fn child(&self, token: usize) -> Option<NodeId> {
         let key = token as u32;
-        self.children.binary_search_by_key(&key, |&(t, _)| t).ok().map(|i| self.children[i].1)
+        self.children
+            .binary_search_by_key(&key, |&(t, _)| t)
+            .ok()
+            .map(|i| self.children[i].1)
     }
 
     pub fn has_children(&self) -> bool {
@@ -67,15 +70,26 @@ pub const ROOT: NodeId = 0;
 impl Trie {
     /// An empty trie; the root carries the silence token, as in Flashlight.
     pub fn new(num_tokens: usize, silence: usize) -> Self {
-        Trie { nodes: vec![TrieNode::new(silence)], num_tokens, dropped_labels: 0 }
+        Trie {
+            nodes: vec![TrieNode::new(silence)],
+            num_tokens,
+            dropped_labels: 0,
+        }
     }
 
     /// Insert one spelling of word `label` with LM score `score`; returns the end node.
-    pub fn insert(&mut self, spelling: &[usize], label: usize, score: f32) -> Result<NodeId, AudioError> {
+    pub fn insert(
+        &mut self,
+        spelling: &[usize],
+        label: usize,
+        score: f32,
+    ) -> Result<NodeId, AudioError> {
         let mut node = ROOT;
         for &token in spelling {
             if token >= self.num_tokens {
-                return Err(AudioError::Invalid(format!("trie: token index {token} out of range")));
+                return Err(AudioError::Invalid(format!(
+                    "trie: token index {token} out of range"
+                )));
             }
             node = match self.nodes[node as usize].child(token) {
                 Some(child) => child,
@@ -103,7 +117,9 @@ impl Trie {
 
     /// The node reached by `spelling`, if the whole spelling is in the trie.
     pub fn search(&self, spelling: &[usize]) -> Option<NodeId> {
-        spelling.iter().try_fold(ROOT, |node, &t| self.nodes[node as usize].child(t))
+        spelling
+            .iter()
+            .try_fold(ROOT, |node, &t| self.nodes[node as usize].child(t))
     }
 
     /// Compute every node's smeared score with the MAX rule (TorchAudio's choice): a node's own
@@ -148,7 +164,9 @@ impl Trie {
                     .iter()
                     .map(|t| {
                         tokens.index(t).ok_or_else(|| {
-                            AudioError::Invalid(format!("lexicon word '{word}' uses unknown token '{t}'"))
+                            AudioError::Invalid(format!(
+                                "lexicon word '{word}' uses unknown token '{t}'"
+                            ))
                         })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
@@ -221,7 +239,10 @@ mod tests {
         for w in 0..8 {
             trie.insert(&[2], w, 0.0).unwrap();
         }
-        assert_eq!(trie.node(trie.search(&[2]).unwrap()).labels.len(), MAX_LABELS_PER_NODE);
+        assert_eq!(
+            trie.node(trie.search(&[2]).unwrap()).labels.len(),
+            MAX_LABELS_PER_NODE
+        );
         assert_eq!(trie.dropped_labels(), 2);
     }
 

@@ -40,7 +40,11 @@ pub(crate) struct Candidates {
 
 impl Candidates {
     pub fn new(threshold: f64) -> Self {
-        Candidates { best: f64::NEG_INFINITY, items: Vec::new(), threshold }
+        Candidates {
+            best: f64::NEG_INFINITY,
+            items: Vec::new(),
+            threshold,
+        }
     }
 
     pub fn reset(&mut self) {
@@ -71,7 +75,9 @@ impl Candidates {
             return;
         }
         items.sort_unstable_by(|a, b| {
-            a.state_key().cmp(&b.state_key()).then_with(|| b.score.total_cmp(&a.score))
+            a.state_key()
+                .cmp(&b.state_key())
+                .then_with(|| b.score.total_cmp(&a.score))
         });
         let mut kept = 0usize;
         for i in 1..items.len() {

@@ -14,9 +14,21 @@ pub struct GreedyResult {
 
 /// Decode `frames` rows of `num_tokens` emissions; ties go to the lowest token index, as
 /// `argmax` does.
-pub fn greedy_decode(emissions: &[f32], frames: usize, num_tokens: usize, blank: usize) -> GreedyResult {
-    assert!(emissions.len() >= frames * num_tokens, "emissions shorter than frames * tokens");
-    let mut result = GreedyResult { tokens: Vec::new(), timesteps: Vec::new(), score: 0.0 };
+pub fn greedy_decode(
+    emissions: &[f32],
+    frames: usize,
+    num_tokens: usize,
+    blank: usize,
+) -> GreedyResult {
+    assert!(
+        emissions.len() >= frames * num_tokens,
+        "emissions shorter than frames * tokens"
+    );
+    let mut result = GreedyResult {
+        tokens: Vec::new(),
+        timesteps: Vec::new(),
+        score: 0.0,
+    };
     let mut previous = usize::MAX;
     for t in 0..frames {
         let frame = &emissions[t * num_tokens..(t + 1) * num_tokens];

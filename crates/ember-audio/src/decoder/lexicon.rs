@@ -34,7 +34,10 @@ impl<'a, L: LanguageModel> LexiconDecoder<'a, L> {
     /// Decode `frames` rows of `num_tokens` emissions (row-major); returns every final
     /// hypothesis, best first.
     pub fn decode(&self, emissions: &[f32], frames: usize, num_tokens: usize) -> Vec<DecodeResult> {
-        assert!(emissions.len() >= frames * num_tokens, "emissions shorter than frames * tokens");
+        assert!(
+            emissions.len() >= frames * num_tokens,
+            "emissions shorter than frames * tokens"
+        );
         let mut search = Search {
             d: self,
             lm: LmCache::new(self.lm),
@@ -91,7 +94,9 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
         let at_root = prev.lex == ROOT;
         let lex_max: f32 = if at_root { 0.0 } else { prev_node.max_score };
         for &n in order {
-            let Some(child_id) = prev_node.child(n) else { continue };
+            let Some(child_id) = prev_node.child(n) else {
+                continue;
+            };
             let child = d.trie.node(child_id);
             let am = frame[n] as f64;
             let mut score = prev.score + am;
@@ -153,7 +158,11 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
         if prev.prev_blank && !at_root {
             return;
         }
-        let n = if at_root { d.silence } else { prev.token as usize };
+        let n = if at_root {
+            d.silence
+        } else {
+            prev.token as usize
+        };
         let am = frame[n] as f64;
         let mut score = prev.score + am;
         if n == d.silence {
@@ -211,4 +220,3 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
         self.candidates.store(out, o.beam_size, o.log_add, true);
     }
 }
-

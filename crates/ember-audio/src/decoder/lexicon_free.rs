@@ -19,7 +19,10 @@ impl<'a, L: LanguageModel> LexiconFreeDecoder<'a, L> {
     /// Decode `frames` rows of `num_tokens` emissions (row-major); every final hypothesis,
     /// best first.
     pub fn decode(&self, emissions: &[f32], frames: usize, num_tokens: usize) -> Vec<DecodeResult> {
-        assert!(emissions.len() >= frames * num_tokens, "emissions shorter than frames * tokens");
+        assert!(
+            emissions.len() >= frames * num_tokens,
+            "emissions shorter than frames * tokens"
+        );
         let mut lm = LmCache::new(self.lm);
         let mut candidates = Candidates::new(self.options.beam_threshold);
         let mut hyps: Vec<Vec<Hyp>> = Vec::with_capacity(frames + 2);
@@ -45,7 +48,12 @@ impl<'a, L: LanguageModel> LexiconFreeDecoder<'a, L> {
                 }
             }
             let mut next = Vec::new();
-            candidates.store(&mut next, self.options.beam_size, self.options.log_add, false);
+            candidates.store(
+                &mut next,
+                self.options.beam_size,
+                self.options.log_add,
+                false,
+            );
             hyps.push(next);
         }
         candidates.reset();
@@ -63,14 +71,26 @@ impl<'a, L: LanguageModel> LexiconFreeDecoder<'a, L> {
             });
         }
         let mut last = Vec::new();
-        candidates.store(&mut last, self.options.beam_size, self.options.log_add, true);
+        candidates.store(
+            &mut last,
+            self.options.beam_size,
+            self.options.log_add,
+            true,
+        );
         hyps.push(last);
         super::collect_results(&hyps)
     }
 
     /// The candidate for emitting token `n` after `prev`: a new token is scored by the LM, a
     /// blank or a CTC repeat is not.
-    fn extend(&self, lm: &mut LmCache<'a, L>, parent: u32, prev: &Hyp, n: usize, emission: f32) -> Hyp {
+    fn extend(
+        &self,
+        lm: &mut LmCache<'a, L>,
+        parent: u32,
+        prev: &Hyp,
+        n: usize,
+        emission: f32,
+    ) -> Hyp {
         let am = emission as f64;
         let mut score = prev.score + am;
         if n == self.silence {
@@ -85,7 +105,10 @@ impl<'a, L: LanguageModel> LexiconFreeDecoder<'a, L> {
             ..*prev
         };
         if n == self.blank {
-            return Hyp { prev_blank: true, ..base };
+            return Hyp {
+                prev_blank: true,
+                ..base
+            };
         }
         if n as i32 != prev.token || prev.prev_blank {
             let (lm_state, lm_score) = lm.score(prev.lm_state, n);

@@ -23,7 +23,11 @@ pub(crate) struct LmCache<'a, L: LanguageModel> {
 impl<'a, L: LanguageModel> LmCache<'a, L> {
     /// A fresh history tree whose root is the model's start state.
     pub fn new(lm: &'a L) -> Self {
-        LmCache { lm, states: vec![lm.start(false)], edges: FxHashMap::default() }
+        LmCache {
+            lm,
+            states: vec![lm.start(false)],
+            edges: FxHashMap::default(),
+        }
     }
 
     /// The state after `word` and the score of `word`.
@@ -41,8 +45,11 @@ impl<'a, L: LanguageModel> LmCache<'a, L> {
             return hit;
         }
         let from = &self.states[state as usize];
-        let (next, score) =
-            if edge == FINISH { self.lm.finish(from) } else { self.lm.score(from, edge as usize) };
+        let (next, score) = if edge == FINISH {
+            self.lm.finish(from)
+        } else {
+            self.lm.score(from, edge as usize)
+        };
         let id = self.states.len() as LmStateId;
         self.states.push(next);
         self.edges.insert((state, edge), (id, score));

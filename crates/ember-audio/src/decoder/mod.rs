@@ -61,7 +61,13 @@ fn collect_results(frames: &[Vec<Hyp>]) -> Vec<DecodeResult> {
         .map(|i| {
             let (tokens, words) = beam::backtrack(frames, i);
             let h = &last[i];
-            DecodeResult { score: h.score, am_score: h.am_score, lm_score: h.lm_score, tokens, words }
+            DecodeResult {
+                score: h.score,
+                am_score: h.am_score,
+                lm_score: h.lm_score,
+                tokens,
+                words,
+            }
         })
         .collect()
 }
@@ -250,11 +256,26 @@ impl<L: LanguageModel> CtcDecoder<L> {
             }
             None => (None, 0),
         };
-        Ok(CtcDecoder { tokens, words, trie, lm, beam, nbest: options.nbest, blank, silence, unk })
+        Ok(CtcDecoder {
+            tokens,
+            words,
+            trie,
+            lm,
+            beam,
+            nbest: options.nbest,
+            blank,
+            silence,
+            unk,
+        })
     }
 
     /// Flashlight's raw results for one utterance: every final hypothesis, best first.
-    pub fn decode_raw(&self, emissions: &[f32], frames: usize, num_tokens: usize) -> Vec<DecodeResult> {
+    pub fn decode_raw(
+        &self,
+        emissions: &[f32],
+        frames: usize,
+        num_tokens: usize,
+    ) -> Vec<DecodeResult> {
         match &self.trie {
             Some(trie) => LexiconDecoder {
                 options: self.beam,
@@ -276,7 +297,12 @@ impl<L: LanguageModel> CtcDecoder<L> {
     }
 
     /// The `nbest` best hypotheses of one utterance (`frames` rows of `num_tokens`).
-    pub fn decode(&self, emissions: &[f32], frames: usize, num_tokens: usize) -> Result<Vec<CtcHypothesis>, AudioError> {
+    pub fn decode(
+        &self,
+        emissions: &[f32],
+        frames: usize,
+        num_tokens: usize,
+    ) -> Result<Vec<CtcHypothesis>, AudioError> {
         if num_tokens != self.tokens.len() {
             return Err(AudioError::Invalid(format!(
                 "emissions have {num_tokens} tokens per frame, the token set has {}",
@@ -290,7 +316,11 @@ impl<L: LanguageModel> CtcDecoder<L> {
             )));
         }
         let raw = self.decode_raw(emissions, frames, num_tokens);
-        Ok(raw.iter().take(self.nbest).map(|r| self.hypothesis(r)).collect())
+        Ok(raw
+            .iter()
+            .take(self.nbest)
+            .map(|r| self.hypothesis(r))
+            .collect())
     }
 
     /// Decode a `(batch, frames, num_tokens)` row-major block in parallel; `lengths` gives each
@@ -305,7 +335,9 @@ impl<L: LanguageModel> CtcDecoder<L> {
     ) -> Result<Vec<Vec<CtcHypothesis>>, AudioError> {
         let stride = frames * num_tokens;
         if emissions.len() < batch * stride {
-            return Err(AudioError::Invalid("emissions shorter than batch * frames * tokens".into()));
+            return Err(AudioError::Invalid(
+                "emissions shorter than batch * frames * tokens".into(),
+            ));
         }
         if let Some(lengths) = lengths {
             if lengths.len() != batch || lengths.iter().any(|&l| l > frames) {
@@ -325,7 +357,9 @@ impl<L: LanguageModel> CtcDecoder<L> {
 
     /// Token strings of token indices (TorchAudio's `idxs_to_tokens`).
     pub fn idxs_to_tokens(&self, idxs: &[usize]) -> Vec<String> {
-        idxs.iter().map(|&i| self.tokens.entry(i).unwrap_or("").to_string()).collect()
+        idxs.iter()
+            .map(|&i| self.tokens.entry(i).unwrap_or("").to_string())
+            .collect()
     }
 
     pub fn tokens(&self) -> &Dictionary {
@@ -361,7 +395,12 @@ impl<L: LanguageModel> CtcDecoder<L> {
                 .collect(),
             _ => Vec::new(),
         };
-        CtcHypothesis { tokens, words, score: raw.score, timesteps }
+        CtcHypothesis {
+            tokens,
+            words,
+            score: raw.score,
+            timesteps,
+        }
     }
 }
 

@@ -37,12 +37,16 @@ ngram 2=4
 
 /// Deterministic pseudo-random log-softmax emissions.
 fn random_emissions(seed: u64, frames: usize, tokens: usize) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut out = Vec::with_capacity(frames * tokens);
     for _ in 0..frames {
         let row: Vec<f64> = (0..tokens)
             .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 ((state >> 33) as f64 / (1u64 << 31) as f64) * 4.0
             })
             .collect();
@@ -93,11 +97,18 @@ fn lexicon_decoder_rejects_spellings_outside_the_lexicon() {
     let d = decoder(None, &CtcDecoderOptions::default());
     let e = peaked(&[A, C, SIL], 5, -0.1, -3.0);
     let h = &d.decode(&e, 3, 5).unwrap()[0];
-    assert!(h.words.iter().all(|w| w == "ab" || w == "ba" || w == "c"), "{:?}", h.words);
+    assert!(
+        h.words.iter().all(|w| w == "ab" || w == "ba" || w == "c"),
+        "{:?}",
+        h.words
+    );
     assert!(!h.words.is_empty());
     // With unknown words allowed and cheap, "a" becomes <unk> and "c |" the word c.
     // ("c" is spelled `c |`, so the silence frame completes it.)
-    let opts = CtcDecoderOptions { unk_score: -0.01, ..Default::default() };
+    let opts = CtcDecoderOptions {
+        unk_score: -0.01,
+        ..Default::default()
+    };
     let d = decoder(None, &opts);
     let h = &d.decode(&e, 3, 5).unwrap()[0];
     close(h.score, -0.31, 1e-5);
@@ -113,7 +124,11 @@ fn word_lm_decides_between_acoustic_ties() {
         e[t * 5 + B] = -0.7;
     }
     e[2 * 5 + SIL] = -0.05;
-    let opts = CtcDecoderOptions { lm_weight: 1.0, nbest: 2, ..Default::default() };
+    let opts = CtcDecoderOptions {
+        lm_weight: 1.0,
+        nbest: 2,
+        ..Default::default()
+    };
     let d = decoder(Some(WORD_ARPA), &opts);
     let hyps = d.decode(&e, 3, 5).unwrap();
     // ab: log10 P(ab|<s>) = -0.35, P(</s>|ab) backs off: bo(ab) -0.2 + P(</s>) -0.8
@@ -164,8 +179,14 @@ fn brute_force_lexicon<L: LanguageModel>(
         words: Vec<usize>,
     }
     let root = crate::trie::ROOT;
-    let mut states =
-        vec![S { score: 0.0, lm: lm.start(false), node: root, token: SIL, blank: false, words: vec![] }];
+    let mut states = vec![S {
+        score: 0.0,
+        lm: lm.start(false),
+        node: root,
+        token: SIL,
+        blank: false,
+        words: vec![],
+    }];
     for t in 0..frames {
         let f = &e[t * n..(t + 1) * n];
         let mut next = Vec::new();
@@ -178,7 +199,13 @@ fn brute_force_lexicon<L: LanguageModel>(
                 let sc = s.score + fk as f64 + if k == SIL { o.sil_score } else { 0.0 };
                 if (s.blank || k != s.token) && child.has_children() {
                     let la = (child.max_score - lex_max) as f64;
-                    next.push(S { score: sc + o.lm_weight * la, node: c, token: k, blank: false, ..s.clone() });
+                    next.push(S {
+                        score: sc + o.lm_weight * la,
+                        node: c,
+                        token: k,
+                        blank: false,
+                        ..s.clone()
+                    });
                 }
                 for &w in &child.labels {
                     if s.node == root && s.token == k {
@@ -216,9 +243,19 @@ fn brute_force_lexicon<L: LanguageModel>(
             if !s.blank || s.node == root {
                 let k = if s.node == root { SIL } else { s.token };
                 let sc = s.score + f[k] as f64 + if k == SIL { o.sil_score } else { 0.0 };
-                next.push(S { score: sc, token: k, blank: false, ..s.clone() });
+                next.push(S {
+                    score: sc,
+                    token: k,
+                    blank: false,
+                    ..s.clone()
+                });
             }
-            next.push(S { score: s.score + f[BLANK] as f64, token: BLANK, blank: true, ..s.clone() });
+            next.push(S {
+                score: s.score + f[BLANK] as f64,
+                token: BLANK,
+                blank: true,
+                ..s.clone()
+            });
         }
         states = next;
     }
@@ -230,7 +267,13 @@ fn brute_force_lexicon<L: LanguageModel>(
         }
         let total = s.score + o.lm_weight * lm.finish(&s.lm).1 as f64;
         if total > best.0 {
-            best = (total, s.words.iter().map(|&w| words.entry(w).unwrap().to_string()).collect());
+            best = (
+                total,
+                s.words
+                    .iter()
+                    .map(|&w| words.entry(w).unwrap().to_string())
+                    .collect(),
+            );
         }
     }
     best
@@ -245,7 +288,11 @@ fn lexicon_search_matches_exhaustive_enumeration() {
             lm_weight: 0.5 + seed as f64 * 0.1,
             word_score: -0.3,
             sil_score: 0.2,
-            unk_score: if seed % 3 == 0 { -1.5 } else { f64::NEG_INFINITY },
+            unk_score: if seed % 3 == 0 {
+                -1.5
+            } else {
+                f64::NEG_INFINITY
+            },
             log_add: false,
             beam_size: 100_000,
             beam_threshold: 1e9,
@@ -254,8 +301,15 @@ fn lexicon_search_matches_exhaustive_enumeration() {
         let d = decoder(Some(WORD_ARPA), &opts);
         let got = &d.decode(&e, frames, 5).unwrap()[0];
         let DecoderLm::Arpa(lm) = &d.lm else { panic!() };
-        let (score, words) =
-            brute_force_lexicon(d.trie().unwrap(), lm, d.words().unwrap(), &e, frames, 5, &d.beam);
+        let (score, words) = brute_force_lexicon(
+            d.trie().unwrap(),
+            lm,
+            d.words().unwrap(),
+            &e,
+            frames,
+            5,
+            &d.beam,
+        );
         close(got.score, score, 1e-6);
         assert_eq!(got.words, words, "seed {seed}");
     }
@@ -284,7 +338,13 @@ ngram 2=3
 ";
 
 /// Exhaustive lexicon-free scoring: every frame path, its CTC token sequence scored by the LM.
-fn brute_force_lexicon_free(lm: &ArpaLm, e: &[f32], frames: usize, n: usize, o: &BeamOptions) -> f64 {
+fn brute_force_lexicon_free(
+    lm: &ArpaLm,
+    e: &[f32],
+    frames: usize,
+    n: usize,
+    o: &BeamOptions,
+) -> f64 {
     let mut best = f64::NEG_INFINITY;
     let total = n.pow(frames as u32);
     for code in 0..total {
@@ -335,7 +395,11 @@ fn lexicon_free_search_matches_exhaustive_enumeration() {
         let d = CtcDecoder::new(None, tokens, Some(model), &opts).unwrap();
         let got = &d.decode(&e, frames, 5).unwrap()[0];
         let DecoderLm::Arpa(lm) = &d.lm else { panic!() };
-        close(got.score, brute_force_lexicon_free(lm, &e, frames, 5, &d.beam), 1e-6);
+        close(
+            got.score,
+            brute_force_lexicon_free(lm, &e, frames, 5, &d.beam),
+            1e-6,
+        );
         assert!(got.words.is_empty());
     }
 }
@@ -373,14 +437,31 @@ fn log_add_merges_paths_into_one_hypothesis() {
     // leading silence repeats the initial silence; all end in one state after `finish`.
     let tokens = Dictionary::parse_tokens("-\n|\na\n").unwrap();
     let e = [-1.0f32, -3.0, -0.5, -0.8, -3.0, -0.9];
-    let opts = CtcDecoderOptions { log_add: true, nbest: 10, ..Default::default() };
+    let opts = CtcDecoderOptions {
+        log_add: true,
+        nbest: 10,
+        ..Default::default()
+    };
     let d = CtcDecoder::new(None, tokens, None, &opts).unwrap();
     let hyps = d.decode(&e, 2, 3).unwrap();
     let a = hyps.iter().find(|h| h.tokens == vec![SIL, 2, SIL]).unwrap();
-    let sum = [(-0.5f64 - 0.9), (-0.5 - 0.8), (-1.0 - 0.9), (-3.0 - 0.9)].iter().map(|v| v.exp()).sum::<f64>().ln();
+    let sum = [(-0.5f64 - 0.9), (-0.5 - 0.8), (-1.0 - 0.9), (-3.0 - 0.9)]
+        .iter()
+        .map(|v| v.exp())
+        .sum::<f64>()
+        .ln();
     close(a.score, sum, 1e-6);
     // without log_add: the best single path
-    let d = CtcDecoder::new(None, Dictionary::parse_tokens("-\n|\na\n").unwrap(), None, &CtcDecoderOptions { nbest: 10, ..Default::default() }).unwrap();
+    let d = CtcDecoder::new(
+        None,
+        Dictionary::parse_tokens("-\n|\na\n").unwrap(),
+        None,
+        &CtcDecoderOptions {
+            nbest: 10,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let hyps = d.decode(&e, 2, 3).unwrap();
     let a = hyps.iter().find(|h| h.tokens == vec![SIL, 2, SIL]).unwrap();
     close(a.score, -1.3, 1e-6);
@@ -390,12 +471,19 @@ fn log_add_merges_paths_into_one_hypothesis() {
 #[test]
 fn beam_size_and_nbest_limit_the_output() {
     let e = random_emissions(3, 6, 5);
-    let opts = CtcDecoderOptions { nbest: 3, beam_size: 2, ..Default::default() };
+    let opts = CtcDecoderOptions {
+        nbest: 3,
+        beam_size: 2,
+        ..Default::default()
+    };
     let d = decoder(None, &opts);
     let raw = d.decode_raw(&e, 6, 5);
     assert!(raw.len() <= 2);
     assert_eq!(raw[0].tokens.len(), 8);
-    let opts = CtcDecoderOptions { nbest: 3, ..Default::default() };
+    let opts = CtcDecoderOptions {
+        nbest: 3,
+        ..Default::default()
+    };
     let d = decoder(None, &opts);
     assert_eq!(d.decode(&e, 6, 5).unwrap().len(), 3);
 }
@@ -403,11 +491,19 @@ fn beam_size_and_nbest_limit_the_output() {
 #[test]
 fn batch_decoding_equals_one_by_one() {
     let (batch, frames) = (6, 9);
-    let e: Vec<f32> = (0..batch).flat_map(|b| random_emissions(40 + b as u64, frames, 5)).collect();
+    let e: Vec<f32> = (0..batch)
+        .flat_map(|b| random_emissions(40 + b as u64, frames, 5))
+        .collect();
     let lengths: Vec<usize> = (0..batch).map(|b| frames - b).collect();
-    let opts = CtcDecoderOptions { nbest: 2, lm_weight: 1.0, ..Default::default() };
+    let opts = CtcDecoderOptions {
+        nbest: 2,
+        lm_weight: 1.0,
+        ..Default::default()
+    };
     let d = decoder(Some(WORD_ARPA), &opts);
-    let all = d.decode_batch(&e, batch, frames, 5, Some(&lengths)).unwrap();
+    let all = d
+        .decode_batch(&e, batch, frames, 5, Some(&lengths))
+        .unwrap();
     for b in 0..batch {
         let one = d.decode(&e[b * frames * 5..], lengths[b], 5).unwrap();
         assert_eq!(all[b], one);
@@ -421,7 +517,14 @@ fn custom_language_models_plug_in() {
     let lexicon = Lexicon::parse(LEXICON).unwrap();
     let words = lexicon.word_dictionary();
     let tokens = Dictionary::parse_tokens(TOKENS).unwrap();
-    let d = CtcDecoder::with_lm(Some(&lexicon), tokens, Some(words), ZeroLm, &CtcDecoderOptions::default()).unwrap();
+    let d = CtcDecoder::with_lm(
+        Some(&lexicon),
+        tokens,
+        Some(words),
+        ZeroLm,
+        &CtcDecoderOptions::default(),
+    )
+    .unwrap();
     let e = peaked(&[C, SIL], 5, -0.1, -4.0);
     assert_eq!(d.decode(&e, 2, 5).unwrap()[0].words, vec!["c"]);
 }
@@ -458,7 +561,11 @@ fn exhaustive_nbest(lm: &ArpaLm, e: &[f32], frames: usize, n: usize, o: &BeamOpt
         }
         score += o.lm_weight * lm.finish(&state).1 as f64;
         let slot = groups.entry(history).or_insert(f64::NEG_INFINITY);
-        *slot = if o.log_add { crate::trie::log_add(*slot, score) } else { slot.max(score) };
+        *slot = if o.log_add {
+            crate::trie::log_add(*slot, score)
+        } else {
+            slot.max(score)
+        };
     }
     let mut scores: Vec<f64> = groups.into_values().collect();
     scores.sort_by(|a, b| b.total_cmp(a));
@@ -482,7 +589,12 @@ fn lexicon_free_nbest_matches_exhaustive_grouping() {
         let tokens = Dictionary::parse_tokens(TOKENS).unwrap();
         let model = Arc::new(ArpaModel::parse(TOKEN_ARPA).unwrap());
         let d = CtcDecoder::new(None, tokens, Some(model), &opts).unwrap();
-        let got: Vec<f64> = d.decode(&e, frames, 5).unwrap().iter().map(|h| h.score).collect();
+        let got: Vec<f64> = d
+            .decode(&e, frames, 5)
+            .unwrap()
+            .iter()
+            .map(|h| h.score)
+            .collect();
         let DecoderLm::Arpa(lm) = &d.lm else { panic!() };
         let want = exhaustive_nbest(lm, &e, frames, 5, &d.beam);
         assert_eq!(got.len(), want.len(), "seed {seed}");
@@ -524,14 +636,19 @@ fn timing_smoke() {
     }
     let mut state = 12345u64;
     let mut next = |m: u64| {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (state >> 33) % m
     };
     let mut lexicon_text = String::new();
-    let mut arpa = String::from("\\data\\\nngram 1=2003\n\n\\1-grams:\n-99 <s>\n-1.5 </s>\n-5 <unk>\n");
+    let mut arpa =
+        String::from("\\data\\\nngram 1=2003\n\n\\1-grams:\n-99 <s>\n-1.5 </s>\n-5 <unk>\n");
     for w in 0..2000 {
         let len = 2 + next(6) as usize;
-        let spelling: Vec<&str> = (0..len).map(|_| letters[next(26) as usize].as_str()).collect();
+        let spelling: Vec<&str> = (0..len)
+            .map(|_| letters[next(26) as usize].as_str())
+            .collect();
         let word = format!("{}{w}", spelling.concat());
         lexicon_text.push_str(&format!("{word}\t{} |\n", spelling.join(" ")));
         arpa.push_str(&format!("-{:.3} {word}\n", 2.0 + next(1000) as f64 / 500.0));
@@ -540,9 +657,17 @@ fn timing_smoke() {
     let lexicon = Lexicon::parse(&lexicon_text).unwrap();
     let tokens = Dictionary::parse_tokens(&tokens_text).unwrap();
     let model = Arc::new(ArpaModel::parse(&arpa).unwrap());
-    let d = CtcDecoder::new(Some(&lexicon), tokens, Some(model), &CtcDecoderOptions::default()).unwrap();
+    let d = CtcDecoder::new(
+        Some(&lexicon),
+        tokens,
+        Some(model),
+        &CtcDecoderOptions::default(),
+    )
+    .unwrap();
     let (batch, frames, n) = (16, 300, 28);
-    let e: Vec<f32> = (0..batch).flat_map(|b| random_emissions(b as u64, frames, n)).collect();
+    let e: Vec<f32> = (0..batch)
+        .flat_map(|b| random_emissions(b as u64, frames, n))
+        .collect();
     let start = std::time::Instant::now();
     let one = d.decode(&e, frames, n).unwrap();
     let single = start.elapsed();

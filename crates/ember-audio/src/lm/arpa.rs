@@ -42,11 +42,13 @@ impl ArpaModel {
     pub fn parse(text: &str) -> Result<Self, AudioError> {
         let mut parser = ArpaParser::default();
         for (number, line) in text.lines().enumerate() {
-            parser.line(line.trim()).map_err(|message| AudioError::Parse {
-                what: "ARPA file".into(),
-                line: number + 1,
-                message,
-            })?;
+            parser
+                .line(line.trim())
+                .map_err(|message| AudioError::Parse {
+                    what: "ARPA file".into(),
+                    line: number + 1,
+                    message,
+                })?;
         }
         parser.finish()
     }
@@ -162,11 +164,20 @@ impl ArpaParser {
     }
 
     fn count_line(&mut self, line: &str) -> Result<(), String> {
-        let rest = line.strip_prefix("ngram ").ok_or_else(|| format!("bad count line '{line}'"))?;
-        let (order, count) =
-            rest.split_once('=').ok_or_else(|| format!("bad count line '{line}'"))?;
-        let order: usize = order.trim().parse().map_err(|_| format!("bad order in '{line}'"))?;
-        let count: usize = count.trim().parse().map_err(|_| format!("bad count in '{line}'"))?;
+        let rest = line
+            .strip_prefix("ngram ")
+            .ok_or_else(|| format!("bad count line '{line}'"))?;
+        let (order, count) = rest
+            .split_once('=')
+            .ok_or_else(|| format!("bad count line '{line}'"))?;
+        let order: usize = order
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad order in '{line}'"))?;
+        let count: usize = count
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad count in '{line}'"))?;
         if order != self.counts.len() + 1 {
             return Err(format!("n-gram orders out of sequence at '{line}'"));
         }
@@ -179,16 +190,26 @@ impl ArpaParser {
         if fields.len() != order + 1 && fields.len() != order + 2 {
             return Err(format!("expected {order} words in '{line}'"));
         }
-        let log10_prob: f32 = fields[0].parse().map_err(|_| format!("bad probability in '{line}'"))?;
+        let log10_prob: f32 = fields[0]
+            .parse()
+            .map_err(|_| format!("bad probability in '{line}'"))?;
         let log10_backoff: f32 = match fields.get(order + 1) {
-            Some(text) => text.parse().map_err(|_| format!("bad back-off in '{line}'"))?,
+            Some(text) => text
+                .parse()
+                .map_err(|_| format!("bad back-off in '{line}'"))?,
             None => 0.0,
         };
         let mut ids = Vec::with_capacity(order);
         for word in &fields[1..=order] {
             ids.push(self.word_id(order, word)?);
         }
-        self.ngrams[order - 1].insert(ids.into_boxed_slice(), Entry { log10_prob, log10_backoff });
+        self.ngrams[order - 1].insert(
+            ids.into_boxed_slice(),
+            Entry {
+                log10_prob,
+                log10_backoff,
+            },
+        );
         Ok(())
     }
 
@@ -205,7 +226,11 @@ impl ArpaParser {
     }
 
     fn finish(mut self) -> Result<ArpaModel, AudioError> {
-        let invalid = |m: String| AudioError::Parse { what: "ARPA file".into(), line: 0, message: m };
+        let invalid = |m: String| AudioError::Parse {
+            what: "ARPA file".into(),
+            line: 0,
+            message: m,
+        };
         if self.counts.is_empty() || self.ngrams.is_empty() {
             return Err(invalid("no \\data\\ section or no 1-grams".into()));
         }
@@ -227,19 +252,31 @@ impl ArpaParser {
             None => {
                 let id = self.vocab.len() as u32;
                 self.vocab.insert("<unk>".into(), id);
-                let entry = Entry { log10_prob: MISSING_UNK_LOG10, log10_backoff: 0.0 };
+                let entry = Entry {
+                    log10_prob: MISSING_UNK_LOG10,
+                    log10_backoff: 0.0,
+                };
                 self.ngrams[0].insert(vec![id].into_boxed_slice(), entry);
                 id
             }
         };
         let sentence_start = self.vocab.get("<s>").copied().unwrap_or(unk);
         let sentence_end = self.vocab.get("</s>").copied().unwrap_or(unk);
-        Ok(ArpaModel { vocab: self.vocab, ngrams: self.ngrams, unk, sentence_start, sentence_end })
+        Ok(ArpaModel {
+            vocab: self.vocab,
+            ngrams: self.ngrams,
+            unk,
+            sentence_start,
+            sentence_end,
+        })
     }
 }
 
 fn section_order(line: &str) -> Option<usize> {
-    line.strip_prefix('\\')?.strip_suffix("-grams:")?.parse().ok()
+    line.strip_prefix('\\')?
+        .strip_suffix("-grams:")?
+        .parse()
+        .ok()
 }
 
 /// An ARPA model bound to a decoder's word dictionary (Flashlight's `KenLM` wrapper): word
@@ -254,7 +291,10 @@ impl ArpaLm {
     /// Bind `model` to `words` (the decoder's word dictionary).
     pub fn new(model: Arc<ArpaModel>, words: &Dictionary) -> Self {
         let user_to_model = words.entries().iter().map(|w| model.word_id(w)).collect();
-        ArpaLm { model, user_to_model }
+        ArpaLm {
+            model,
+            user_to_model,
+        }
     }
 
     /// Read an ARPA file and bind it to `words`.
@@ -279,7 +319,11 @@ impl LanguageModel for ArpaLm {
     }
 
     fn score(&self, state: &Vec<u32>, word: usize) -> (Vec<u32>, f32) {
-        let id = self.user_to_model.get(word).copied().unwrap_or(self.model.unk);
+        let id = self
+            .user_to_model
+            .get(word)
+            .copied()
+            .unwrap_or(self.model.unk);
         self.model.score_id(state, id)
     }
 
