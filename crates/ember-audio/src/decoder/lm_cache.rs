@@ -18,15 +18,23 @@ pub(crate) struct LmCache<'a, L: LanguageModel> {
     lm: &'a L,
     states: Vec<L::State>,
     edges: FxHashMap<(LmStateId, i64), (LmStateId, f32)>,
+    /// States by the model's own identity, for models that report one.
+    by_identity: FxHashMap<u64, LmStateId>,
 }
 
 impl<'a, L: LanguageModel> LmCache<'a, L> {
     /// A fresh history tree whose root is the model's start state.
     pub fn new(lm: &'a L) -> Self {
+        let start = lm.start(false);
+        let mut by_identity = FxHashMap::default();
+        if let Some(key) = lm.state_identity(&start) {
+            by_identity.insert(key, 0);
+        }
         LmCache {
             lm,
-            states: vec![lm.start(false)],
+            states: vec![start],
             edges: FxHashMap::default(),
+            by_identity,
         }
     }
 
@@ -50,8 +58,16 @@ impl<'a, L: LanguageModel> LmCache<'a, L> {
         } else {
             self.lm.score(from, edge as usize)
         };
-        let id = self.states.len() as LmStateId;
-        self.states.push(next);
+        let id = match self.lm.state_identity(&next) {
+            Some(key) => *self.by_identity.entry(key).or_insert_with(|| {
+                self.states.push(next);
+                (self.states.len() - 1) as LmStateId
+            }),
+            None => {
+                self.states.push(next);
+                (self.states.len() - 1) as LmStateId
+            }
+        };
         self.edges.insert((state, edge), (id, score));
         (id, score)
     }

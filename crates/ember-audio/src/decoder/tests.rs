@@ -681,3 +681,42 @@ fn timing_smoke() {
         rayon::current_num_threads()
     );
 }
+
+/// A model whose states all share one identity: every hypothesis with the same trie node,
+/// token and blank flag merges, whatever words it read (Flashlight would do the same when an
+/// LM returns one state object for everything).
+struct OneStateLm;
+
+impl LanguageModel for OneStateLm {
+    type State = ();
+    fn start(&self, _: bool) {}
+    fn score(&self, _: &(), _: usize) -> ((), f32) {
+        ((), 0.0)
+    }
+    fn finish(&self, _: &()) -> ((), f32) {
+        ((), 0.0)
+    }
+    fn state_identity(&self, _: &()) -> Option<u64> {
+        Some(7)
+    }
+}
+
+#[test]
+fn state_identity_controls_merging() {
+    let e = random_emissions(9, 6, 5);
+    let opts = CtcDecoderOptions {
+        nbest: 1000,
+        beam_size: 100_000,
+        beam_threshold: 1e9,
+        ..Default::default()
+    };
+    let tokens = || Dictionary::parse_tokens(TOKENS).unwrap();
+    let by_history = CtcDecoder::with_lm(None, tokens(), None, ZeroLm, &opts).unwrap();
+    let by_identity = CtcDecoder::with_lm(None, tokens(), None, OneStateLm, &opts).unwrap();
+    let many = by_history.decode(&e, 6, 5).unwrap();
+    let one = by_identity.decode(&e, 6, 5).unwrap();
+    // After `finish` every hypothesis has token |, no blank: one state when identities merge.
+    assert_eq!(one.len(), 1);
+    assert!(many.len() > 1);
+    close(one[0].score, many[0].score, 1e-9);
+}

@@ -6,8 +6,9 @@
 //! [`arpa::ArpaLm`] does the same, so `lm_weight` means what it means in TorchAudio.
 //!
 //! The decoders never compare states: they key states by word history (see
-//! `decoder::lm_cache`), exactly as Flashlight does, so a model's state only has to carry what it
-//! needs to score.
+//! `decoder::lm_cache`), exactly as Flashlight does for states made with `LMState.child(word)`,
+//! so a model's state only has to carry what it needs to score; a model whose states have an
+//! identity of their own reports it through [`LanguageModel::state_identity`].
 
 pub mod arpa;
 
@@ -25,6 +26,14 @@ pub trait LanguageModel: Send + Sync {
 
     /// Score the end of the sentence after `state`.
     fn finish(&self, state: &Self::State) -> (Self::State, f32);
+
+    /// An identity for `state`, for models whose states are objects compared by identity (as
+    /// Flashlight compares them; e.g. a Python LM that returns the same state object for two
+    /// histories). States with equal identities are one search state. `None` (the default):
+    /// identity is the word history, which is what `LMState.child(word)` gives.
+    fn state_identity(&self, _state: &Self::State) -> Option<u64> {
+        None
+    }
 }
 
 /// The model that scores every word 0 (TorchAudio's default when `lm=None`).
