@@ -7,9 +7,10 @@
 //! model without `<unk>` gets it with log10 probability -100, as KenLM does.
 
 use crate::dictionary::Dictionary;
-use crate::error::{read_text, AudioError};
+use crate::error::AudioError;
 use crate::lm::LanguageModel;
 use rustc_hash::FxHashMap;
+use std::io::BufRead;
 use std::sync::Arc;
 
 /// log10 probability KenLM gives `<unk>` when the model lacks it.
@@ -34,8 +35,32 @@ pub struct ArpaModel {
 
 impl ArpaModel {
     /// Read an ARPA file.
+    /// Read an ARPA file, line by line (the text is never held whole in memory).
     pub fn load(path: &str) -> Result<Self, AudioError> {
-        Self::parse(&read_text(path)?)
+        let io_error = |e: std::io::Error| AudioError::Io {
+            path: path.to_string(),
+            message: e.to_string(),
+        };
+        let file = std::fs::File::open(path).map_err(io_error)?;
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut parser = ArpaParser::default();
+        let mut line = String::new();
+        let mut number = 0usize;
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).map_err(io_error)? == 0 {
+                break;
+            }
+            number += 1;
+            parser
+                .line(line.trim())
+                .map_err(|message| AudioError::Parse {
+                    what: "ARPA file".into(),
+                    line: number,
+                    message,
+                })?;
+        }
+        parser.finish()
     }
 
     /// Parse the text of an ARPA file.
@@ -380,6 +405,19 @@ ngram 2=4
         // unknown words score as <unk>, backing off from <s>
         close(m.score_id(&s, m.word_id("zebra")).1, -0.5 + -2.0);
         close(m.sentence_log10(&["hello", "world"]), -0.2 - 0.1 - 0.4);
+    }
+
+    #[test]
+    fn loads_from_a_file() {
+        let path = std::env::temp_dir().join(format!("ember-audio-{}.arpa", std::process::id()));
+        std::fs::write(&path, TINY).unwrap();
+        let m = ArpaModel::load(path.to_str().unwrap()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        close(m.sentence_log10(&["hello", "world"]), -0.7);
+        assert!(matches!(
+            ArpaModel::load("/nonexistent.arpa"),
+            Err(AudioError::Io { .. })
+        ));
     }
 
     #[test]
