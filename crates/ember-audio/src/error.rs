@@ -1,0 +1,43 @@
+//! The crate's error type.
+
+use std::fmt;
+
+/// Everything that can go wrong while loading decoder assets or decoding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AudioError {
+    /// A file could not be read.
+    Io { path: String, message: String },
+    /// A file's content does not follow its format; `line` is 1-based when known.
+    Parse {
+        what: String,
+        line: usize,
+        message: String,
+    },
+    /// A caller's argument is out of range or inconsistent.
+    Invalid(String),
+}
+
+impl fmt::Display for AudioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AudioError::Io { path, message } => write!(f, "cannot read {path}: {message}"),
+            AudioError::Parse {
+                what,
+                line,
+                message,
+            } => {
+                write!(f, "{what}, line {line}: {message}")
+            }
+            AudioError::Invalid(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for AudioError {}
+
+pub(crate) fn read_text(path: &str) -> Result<String, AudioError> {
+    std::fs::read_to_string(path).map_err(|e| AudioError::Io {
+        path: path.to_string(),
+        message: e.to_string(),
+    })
+}
