@@ -624,63 +624,6 @@ fn pruning_keeps_the_beam_within_bounds_and_the_threshold() {
     }
 }
 
-/// Timing smoke test on a synthetic 2000-word lexicon (run with `--ignored --nocapture`).
-#[test]
-#[ignore]
-fn timing_smoke() {
-    let letters: Vec<String> = (b'a'..=b'z').map(|c| (c as char).to_string()).collect();
-    let mut tokens_text = String::from("-\n|\n");
-    for l in &letters {
-        tokens_text.push_str(l);
-        tokens_text.push('\n');
-    }
-    let mut state = 12345u64;
-    let mut next = |m: u64| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) % m
-    };
-    let mut lexicon_text = String::new();
-    let mut arpa =
-        String::from("\\data\\\nngram 1=2003\n\n\\1-grams:\n-99 <s>\n-1.5 </s>\n-5 <unk>\n");
-    for w in 0..2000 {
-        let len = 2 + next(6) as usize;
-        let spelling: Vec<&str> = (0..len)
-            .map(|_| letters[next(26) as usize].as_str())
-            .collect();
-        let word = format!("{}{w}", spelling.concat());
-        lexicon_text.push_str(&format!("{word}\t{} |\n", spelling.join(" ")));
-        arpa.push_str(&format!("-{:.3} {word}\n", 2.0 + next(1000) as f64 / 500.0));
-    }
-    arpa.push_str("\n\\end\\\n");
-    let lexicon = Lexicon::parse(&lexicon_text).unwrap();
-    let tokens = Dictionary::parse_tokens(&tokens_text).unwrap();
-    let model = Arc::new(ArpaModel::parse(&arpa).unwrap());
-    let d = CtcDecoder::new(
-        Some(&lexicon),
-        tokens,
-        Some(model),
-        &CtcDecoderOptions::default(),
-    )
-    .unwrap();
-    let (batch, frames, n) = (16, 300, 28);
-    let e: Vec<f32> = (0..batch)
-        .flat_map(|b| random_emissions(b as u64, frames, n))
-        .collect();
-    let start = std::time::Instant::now();
-    let one = d.decode(&e, frames, n).unwrap();
-    let single = start.elapsed();
-    let start = std::time::Instant::now();
-    let all = d.decode_batch(&e, batch, frames, n, None).unwrap();
-    let batched = start.elapsed();
-    assert_eq!(all[0], one);
-    println!(
-        "2000-word lexicon, {frames} frames x {n} tokens, beam 50: one utterance {single:?}; \
-         batch of {batch} on {} threads {batched:?}",
-        rayon::current_num_threads()
-    );
-}
 
 /// A model whose states all share one identity: every hypothesis with the same trie node,
 /// token and blank flag merges, whatever words it read (Flashlight would do the same when an
