@@ -624,7 +624,6 @@ fn pruning_keeps_the_beam_within_bounds_and_the_threshold() {
     }
 }
 
-
 /// A model whose states all share one identity: every hypothesis with the same trie node,
 /// token and blank flag merges, whatever words it read (Flashlight would do the same when an
 /// LM returns one state object for everything).
