@@ -1,25 +1,9 @@
-"""Media made once per session with the same FFmpeg binary, and a reference decoder: FFmpeg's CLI."""
+"""Media made once per session with the same FFmpeg binary."""
 import subprocess
 
-import numpy as np
 import pytest
 
-from emberaudio import _ffmpeg
-
-SAMPLE_RATE = 44100
-SECONDS = 3
-
-
-def run_ffmpeg(*args):
-    return subprocess.run([_ffmpeg.executable(), "-hide_banner", "-nostdin", "-loglevel", "error", *args],
-                          capture_output=True, check=True).stdout
-
-
-def reference_decode(path, *options, fmt="f32le", dtype="float32", channels=None, src_format=()):
-    """What `ffmpeg -i path [options] -f fmt -` writes, as a (frames, channels) array."""
-    raw = run_ffmpeg(*src_format, "-i", str(path), "-map", "0:a:0", *options, "-f", fmt, "-")
-    samples = np.frombuffer(raw, dtype=dtype)
-    return samples.reshape(-1, channels) if channels else samples
+from emberaudio_test_media import SAMPLE_RATE, SECONDS, run_ffmpeg
 
 
 def _make(path, encoder_args, video=False):

@@ -5,7 +5,7 @@ import pytest
 
 import ember
 import emberaudio
-from conftest import SAMPLE_RATE, SECONDS, reference_decode
+from emberaudio_test_media import SAMPLE_RATE, SECONDS, reference_decode
 
 WAV_FRAMES = SAMPLE_RATE * SECONDS
 

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import SAMPLE_RATE, SECONDS, reference_decode, run_ffmpeg
+from emberaudio_test_media import SAMPLE_RATE, SECONDS, reference_decode, run_ffmpeg
 from emberaudio.io import OutputStream, SourceAudioStream, SourceVideoStream, StreamReader
 
 WAV_FRAMES = SAMPLE_RATE * SECONDS
