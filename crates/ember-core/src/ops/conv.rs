@@ -6,6 +6,7 @@
 //! bounded however large the image. Transposed convs multiply first and fold the columns back
 //! (col2im). Small GEMMs (depthwise, tiny images) run one per thread over (batch, group, tile);
 //! large ones are each split across all threads.
+use super::conv_direct::{self, Conv2d};
 use super::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
@@ -419,11 +420,17 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
     finish(&ops, out)
 }
 
-/// Runs the forward GEMMs: out[n, group] = W[group] · columns(input[n, group]).
+/// Runs the forward GEMMs: out[n, group] = W[group] · columns(input[n, group]), or the direct
+/// kernel where it applies.
 fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out: &Tensor) {
     let (groups, batch) = (ops.groups, ops.batch);
     let cin = ops.input.shape()[1] / groups;
     let cout = ops.weight.shape()[0] / groups;
+    if let Some(c) = direct_geometry(g, cin, cout, groups).filter(|_| T::DTYPE == DType::F32) {
+        let bias = ops.bias.as_ref().map(|b| b.data_ptr::<f32>() as *const f32);
+        unsafe { conv_direct::conv2d(&c, batch * groups, ops.input.data_ptr::<f32>(), ops.weight.data_ptr::<f32>(), bias, out.data_ptr::<f32>()) };
+        return;
+    }
     let k = cin * g.kernel_volume();
     let l = g.output_volume();
     let threads = pool().current_num_threads();
@@ -464,6 +471,24 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
         let mut cols = Vec::new();
         (0..tasks).for_each(|t| task(t, &mut cols, threads));
     }
+}
+
+/// The direct kernel's view of a 1-d or 2-d geometry, when it supports it.
+fn direct_geometry(g: &Geom, channels: usize, out_channels: usize, groups: usize) -> Option<Conv2d> {
+    let flat = g.input[0] == 1 && g.output[0] == 1 && g.kernel[0] == 1 && g.pad[0] == 0;
+    let two = |v: [usize; 3]| [v[1], v[2]];
+    let c = Conv2d {
+        channels,
+        out_channels,
+        groups,
+        input: two(g.input),
+        output: two(g.output),
+        kernel: two(g.kernel),
+        stride: two(g.stride),
+        pad: two(g.pad),
+        dilation: two(g.dilation),
+    };
+    (flat && c.supported()).then_some(c)
 }
 
 /// Output rows per im2col tile: at most `COLUMN_BUDGET` columns of `k` rows, in the fewest tiles
@@ -597,6 +622,70 @@ mod tests {
         let w = t(vec![1.; 2 * 4 * 9], &[2, 4, 3, 3]);
         let y = conv_transpose(&x, &w, None, &[2], &[1], &[1], 1, &[1], 2).unwrap();
         assert_eq!(y.shape(), &[1, 4, 6, 6]);
+    }
+
+    /// conv2d by its definition, in f64.
+    #[allow(clippy::too_many_arguments)]
+    fn naive_conv2d(x: &[f32], xs: [usize; 4], w: &[f32], ws: [usize; 4], bias: &[f32], stride: [usize; 2], pad: [usize; 2], dil: [usize; 2], groups: usize) -> (Vec<f32>, [usize; 4]) {
+        let [n, cin, h, wd] = xs;
+        let [cout, cg, kh, kw] = ws;
+        let ho = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) / stride[0] + 1;
+        let wo = (wd + 2 * pad[1] - dil[1] * (kw - 1) - 1) / stride[1] + 1;
+        let mut out = vec![0f32; n * cout * ho * wo];
+        for (i, o) in out.iter_mut().enumerate() {
+            let (b, co, y, xo) = (i / (cout * ho * wo), i / (ho * wo) % cout, i / wo % ho, i % wo);
+            let g = co / (cout / groups);
+            let mut acc = bias[co] as f64;
+            for c in 0..cg {
+                for ky in 0..kh {
+                    for kx in 0..kw {
+                        let iy = (y * stride[0] + ky * dil[0]) as isize - pad[0] as isize;
+                        let ix = (xo * stride[1] + kx * dil[1]) as isize - pad[1] as isize;
+                        if iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < wd {
+                            let xv = x[((b * cin + g * cg + c) * h + iy as usize) * wd + ix as usize];
+                            acc += xv as f64 * w[((co * cg + c) * kh + ky) * kw + kx] as f64;
+                        }
+                    }
+                }
+            }
+            *o = acc as f32;
+        }
+        (out, [n, cout, ho, wo])
+    }
+
+    #[test]
+    fn conv2d_matches_definition_on_every_path() {
+        let mut state = 12345u64;
+        let mut rand = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        // (n, cin, cout, h, w, kh, kw, stride, pad, dilation, groups)
+        let cases = [
+            (1, 3, 64, 23, 19, 7, 7, [2, 2], [3, 3], [1, 1], 1),
+            (2, 16, 13, 9, 11, 3, 3, [1, 1], [1, 1], [1, 1], 1),
+            (1, 8, 8, 7, 7, 3, 3, [1, 1], [1, 1], [1, 1], 1),
+            (2, 12, 20, 10, 9, 3, 3, [2, 2], [1, 1], [1, 1], 2),
+            (1, 10, 9, 12, 13, 3, 2, [1, 1], [2, 0], [2, 3], 1),
+            (1, 6, 5, 1, 40, 1, 5, [1, 3], [0, 2], [1, 1], 1),
+            (3, 32, 16, 5, 4, 3, 3, [1, 2], [0, 1], [1, 1], 4),
+            (1, 4, 4, 3, 3, 3, 3, [1, 1], [0, 0], [1, 1], 1),
+            (1, 64, 8, 2, 2, 1, 1, [1, 1], [1, 1], [1, 1], 1),
+        ];
+        for (n, cin, cout, h, wd, kh, kw, stride, pad, dil, groups) in cases {
+            let xs = [n, cin, h, wd];
+            let ws = [cout, cin / groups, kh, kw];
+            let x: Vec<f32> = (0..xs.iter().product::<usize>()).map(|_| rand()).collect();
+            let w: Vec<f32> = (0..ws.iter().product::<usize>()).map(|_| rand()).collect();
+            let b: Vec<f32> = (0..cout).map(|_| rand()).collect();
+            let (want, shape) = naive_conv2d(&x, xs, &w, ws, &b, stride, pad, dil, groups);
+            let to_i = |v: [usize; 2]| v.map(|e| e as i64);
+            let got = conv(&t(x, &xs), &t(w, &ws), Some(&t(b, &[cout])), &to_i(stride), ConvPadding::Explicit(&to_i(pad)), &to_i(dil), groups as i64, 2).unwrap();
+            assert_eq!(got.shape(), &shape);
+            for (g, e) in got.to_vec::<f32>().unwrap().iter().zip(&want) {
+                assert!((g - e).abs() < 1e-4, "{xs:?} {ws:?} stride {stride:?}: {g} vs {e}");
+            }
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Op families, one file each.
 pub mod binary;
 pub mod conv;
+mod conv_direct;
 pub mod creation;
 pub mod embedding;
 pub mod index;
