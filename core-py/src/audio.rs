@@ -196,8 +196,9 @@ fn tokens_arg(py: Python<'_>, tokens: &Bound<'_, PyAny>) -> PyResult<Dictionary>
 /// `blank_token` and `sil_token` must name tokens.
 fn check_token(tokens: &Dictionary, name: &str, token: &str) -> PyResult<usize> {
     tokens.index(token).ok_or_else(|| {
-        let shown: Vec<&str> = tokens.entries().iter().take(40).map(String::as_str).collect();
-        PyValueError::new_err(format!("{name} must be one of the tokens {shown:?}, got '{token}'"))
+        let shown: Vec<String> = tokens.entries().iter().take(40).map(|t| format!("'{t}'")).collect();
+        let more = if tokens.len() > shown.len() { ", ..." } else { "" };
+        PyValueError::new_err(format!("{name} must be one of the tokens [{}{more}], got '{token}'", shown.join(", ")))
     })
 }
 
@@ -232,7 +233,6 @@ fn decode_batch<L: LanguageModel>(py: Python<'_>, d: &CtcDecoder<L>, b: &Batch) 
 #[pyclass(name = "CTCDecoder", module = "ember._C.audio", frozen)]
 pub struct PyCtcDecoder {
     search: Search,
-    nbest: usize,
 }
 
 #[pymethods]
@@ -293,7 +293,7 @@ impl PyCtcDecoder {
                 Search::Native(CtcDecoder::new(lexicon.as_ref(), tokens, model.map(Arc::new), &options).map_err(to_py)?)
             }
         };
-        Ok(PyCtcDecoder { search, nbest: options.nbest })
+        Ok(PyCtcDecoder { search })
     }
 
     /// `List[List[(tokens, words, score, timesteps)]]`: the `nbest` best of each utterance.
@@ -318,27 +318,6 @@ impl PyCtcDecoder {
 
     fn idxs_to_tokens(&self, idxs: Vec<i64>) -> PyResult<Vec<String>> {
         tokens_of(self.tokens(), idxs)
-    }
-
-    #[getter]
-    fn nbest(&self) -> usize {
-        self.nbest
-    }
-
-    /// The token strings, by index.
-    #[getter]
-    fn token_list(&self) -> Vec<String> {
-        self.tokens().entries().to_vec()
-    }
-
-    /// The word strings, by the index an LM scores (None without a word dictionary).
-    #[getter]
-    fn word_list(&self) -> Option<Vec<String>> {
-        let words = match &self.search {
-            Search::Native(d) => d.words(),
-            Search::Python(d) => d.words(),
-        };
-        words.map(|w| w.entries().to_vec())
     }
 }
 
@@ -390,11 +369,6 @@ impl PyGreedyDecoder {
 
     fn idxs_to_tokens(&self, idxs: Vec<i64>) -> PyResult<Vec<String>> {
         tokens_of(&self.tokens, idxs)
-    }
-
-    #[getter]
-    fn token_list(&self) -> Vec<String> {
-        self.tokens.entries().to_vec()
     }
 }
 
