@@ -11,11 +11,11 @@ LETTERS = list("abcdefgh")
 TOKENS = ["-", "|", *LETTERS]  # blank, silence (the word boundary), letters
 
 
-def make_words(rng, count, max_len=5):
-    """`count` distinct words over LETTERS (no two share a spelling)."""
+def make_words(rng, count, max_len=5, letters=LETTERS):
+    """`count` distinct words over `letters` (no two share a spelling)."""
     words = set()
     while len(words) < count:
-        words.add("".join(rng.choice(LETTERS, size=rng.integers(1, max_len + 1))))
+        words.add("".join(rng.choice(letters, size=rng.integers(1, max_len + 1))))
     return sorted(words, key=lambda w: rng.random())
 
 
@@ -29,18 +29,24 @@ def write_lexicon(path, words):
     return str(path)
 
 
-def write_arpa(path, words, rng, order=3):
-    """A back-off model of `order` over `words`, `<s>`, `</s>`, `<unk>`: random log10
-    probabilities and back-offs; every n-gram's context is itself an (n-1)-gram, as KenLM wants."""
+def write_arpa(path, words, rng, order=3, successors=8):
+    """A back-off model of `order` over `words`, `<s>`, `</s>`, `<unk>`, with random log10
+    probabilities and back-offs. Each context gets up to `successors` next words; an n-gram's
+    context and its suffix are themselves (n-1)-grams, as KenLM wants."""
     vocab = ["<s>", "</s>", "<unk>", *words]
     grams = [[(w,) for w in vocab]]
+    after = {(): [w for w in vocab if w != "<s>"]}  # context -> words that may follow it
     for _ in range(1, order):
-        known = set(grams[-1])
-        contexts = [g for g in grams[-1] if g[-1] != "</s>"]
-        nexts = [w for w in vocab if w != "<s>"]
-        pairs = [c + (w,) for c in contexts for w in nexts if len(c) == 1 or c[1:] + (w,) in known]
-        keep = rng.random(len(pairs)) < 0.3
-        grams.append([p for p, k in zip(pairs, keep) if k])
+        level = {}
+        for context in grams[-1]:
+            if context[-1] == "</s>":
+                continue
+            options = after.get(context[1:], [])
+            if options:
+                picked = rng.choice(len(options), size=min(successors, len(options)), replace=False)
+                level[context] = [options[i] for i in sorted(picked)]
+        grams.append([c + (w,) for c, nexts in level.items() for w in nexts])
+        after = level
     lines = ["\\data\\", *[f"ngram {n + 1}={len(g)}" for n, g in enumerate(grams)], ""]
     for n, table in enumerate(grams):
         lines.append(f"\\{n + 1}-grams:")
@@ -59,6 +65,28 @@ def random_emissions(rng, batch, frames, num_tokens, sharpness=3.0):
     logits = rng.standard_normal((batch, frames, num_tokens)) * sharpness
     logits -= logits.max(axis=-1, keepdims=True)
     return (logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))).astype(np.float32)
+
+
+def spoken_emissions(rng, words, frames, tokens=TOKENS, peak=6.0, noise=1.5):
+    """Emissions as an acoustic model gives them for speech made of `words`: each letter for 1-3
+    frames, blanks between, the silence token after each word, blanks after the last word that
+    fits; Gaussian noise on every logit. float32 `(frames, len(tokens))` log-probabilities, and
+    the words spoken."""
+    path, spoken = [], []
+    while True:
+        word = words[rng.integers(len(words))]
+        said = []
+        for letter in word:
+            said += [tokens.index(letter)] * int(rng.integers(1, 4)) + [0] * int(rng.integers(0, 2))
+        if len(path) + len(said) + 1 > frames:
+            break
+        path += said + [1]
+        spoken.append(word)
+    path += [0] * (frames - len(path))
+    logits = rng.standard_normal((frames, len(tokens))) * noise
+    logits[np.arange(frames), path] += peak
+    logits -= logits.max(axis=-1, keepdims=True)
+    return (logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))).astype(np.float32), spoken
 
 
 class FlashlightReference:
