@@ -32,8 +32,18 @@ struct PyLm {
 }
 
 impl PyLm {
+    fn failed(&self) -> bool {
+        self.error.lock().unwrap().is_some()
+    }
+
+    /// The value of a call, or `None` after keeping its exception (the first one wins).
+    fn keep<T>(&self, result: PyResult<T>) -> Option<T> {
+        result.map_err(|e| _ = self.error.lock().unwrap().get_or_insert(e)).ok()
+    }
+
+    /// `method(*args)`, which must return a (state, score) pair.
     fn call(&self, method: &str, args: impl FnOnce(Python<'_>) -> PyResult<Bound<'_, PyTuple>>) -> (PyState, f32) {
-        if self.error.lock().unwrap().is_some() {
+        if self.failed() {
             return (None, 0.0);
         }
         Python::attach(|py| {
@@ -42,13 +52,7 @@ impl PyLm {
                     PyTypeError::new_err(format!("CTCDecoderLM.{method} must return a (state, float) pair, got {r}"))
                 })
             });
-            match result {
-                Ok((state, score)) => (Some(Arc::new(state)), score),
-                Err(e) => {
-                    self.error.lock().unwrap().get_or_insert(e);
-                    (None, 0.0)
-                }
-            }
+            self.keep(result).map_or((None, 0.0), |(state, score)| (Some(Arc::new(state)), score))
         })
     }
 
@@ -61,16 +65,10 @@ impl LanguageModel for PyLm {
     type State = PyState;
 
     fn start(&self, start_with_nothing: bool) -> PyState {
-        if self.error.lock().unwrap().is_some() {
+        if self.failed() {
             return None;
         }
-        Python::attach(|py| match self.lm.bind(py).call_method1("start", (start_with_nothing,)) {
-            Ok(state) => Some(Arc::new(state.unbind())),
-            Err(e) => {
-                self.error.lock().unwrap().get_or_insert(e);
-                None
-            }
-        })
+        Python::attach(|py| self.keep(self.lm.bind(py).call_method1("start", (start_with_nothing,))).map(|s| Arc::new(s.unbind())))
     }
 
     fn score(&self, state: &PyState, word: usize) -> (PyState, f32) {
@@ -127,6 +125,9 @@ impl Batch {
     }
 
     fn values(&self) -> &[f32] {
+        if self.data.numel() == 0 {
+            return &[]; // an empty tensor's data pointer may be null
+        }
         // `data` is a contiguous CPU float32 tensor that `self` keeps alive.
         unsafe { std::slice::from_raw_parts(self.data.data_ptr::<f32>(), self.data.numel()) }
     }
