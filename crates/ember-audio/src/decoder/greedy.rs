@@ -62,7 +62,12 @@ pub fn greedy_decode_batch(
         .into_par_iter()
         .map(|b| {
             let length = lengths.map_or(frames, |l| l[b]);
-            greedy_decode(&emissions[b * stride..(b + 1) * stride], length, num_tokens, blank)
+            greedy_decode(
+                &emissions[b * stride..(b + 1) * stride],
+                length,
+                num_tokens,
+                blank,
+            )
         })
         .collect())
 }

@@ -182,7 +182,10 @@ impl ArpaParser {
             self.section = Section::Ngrams(order);
             while self.ngrams.len() < order {
                 let count = self.counts[self.ngrams.len()];
-                self.ngrams.push(FxHashMap::with_capacity_and_hasher(count, Default::default()));
+                self.ngrams.push(FxHashMap::with_capacity_and_hasher(
+                    count,
+                    Default::default(),
+                ));
             }
             return Ok(());
         }
@@ -306,7 +309,8 @@ impl ArpaParser {
 /// The table key of an n-gram: its word ids folded through splitmix64's mixer, so distinct
 /// n-grams get unrelated 64-bit keys.
 fn ngram_key(ids: &[u32]) -> u64 {
-    ids.iter().fold(0x9E37_79B9_7F4A_7C15, |h, &id| mix64(h ^ id as u64))
+    ids.iter()
+        .fold(0x9E37_79B9_7F4A_7C15, |h, &id| mix64(h ^ id as u64))
 }
 
 fn mix64(mut z: u64) -> u64 {
