@@ -13,10 +13,10 @@ TOKENS = ["-", "|", *LETTERS]  # blank, silence (the word boundary), letters
 
 def make_words(rng, count, max_len=5, letters=LETTERS):
     """`count` distinct words over `letters` (no two share a spelling)."""
-    words = set()
+    words = {}  # a dict keeps the drawing order (a set's order varies with PYTHONHASHSEED)
     while len(words) < count:
-        words.add("".join(rng.choice(letters, size=rng.integers(1, max_len + 1))))
-    return sorted(words, key=lambda w: rng.random())
+        words["".join(rng.choice(letters, size=rng.integers(1, max_len + 1)))] = None
+    return list(words)
 
 
 def write_tokens(path, tokens=TOKENS):
@@ -69,15 +69,16 @@ def random_emissions(rng, batch, frames, num_tokens, sharpness=3.0):
 
 def spoken_emissions(rng, words, frames, tokens=TOKENS, peak=6.0, noise=1.5):
     """Emissions as an acoustic model gives them for speech made of `words`: each letter for 1-3
-    frames, blanks between, the silence token after each word, blanks after the last word that
-    fits; Gaussian noise on every logit. float32 `(frames, len(tokens))` log-probabilities, and
-    the words spoken."""
+    frames, sometimes a blank after it (always between a doubled letter), the silence token
+    after each word, blanks after the last word that fits; Gaussian noise on every logit.
+    float32 `(frames, len(tokens))` log-probabilities, and the words spoken."""
     path, spoken = [], []
     while True:
         word = words[rng.integers(len(words))]
         said = []
-        for letter in word:
-            said += [tokens.index(letter)] * int(rng.integers(1, 4)) + [0] * int(rng.integers(0, 2))
+        for i, letter in enumerate(word):
+            doubled = i + 1 < len(word) and word[i + 1] == letter
+            said += [tokens.index(letter)] * int(rng.integers(1, 4)) + [0] * max(int(rng.integers(0, 2)), doubled)
         if len(path) + len(said) + 1 > frames:
             break
         path += said + [1]

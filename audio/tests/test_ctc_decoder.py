@@ -5,6 +5,7 @@ import http.server
 import math
 import socket
 import threading
+import zlib
 
 import numpy as np
 import pytest
@@ -82,7 +83,8 @@ OPTIONS = {
     "nbest": {"nbest": 5},
     "log_add": {"log_add": True, "nbest": 3},
     "tight_beam": {"beam_size": 6, "beam_size_token": 4, "beam_threshold": 4.0, "nbest": 3},
-    "scores": {"word_score": -0.7, "sil_score": 0.4, "unk_score": -3.0, "lm_weight": 1.3, "nbest": 2},
+    "scores": {"word_score": -0.7, "sil_score": 0.4, "lm_weight": 1.3, "nbest": 2},
+    "unk": {"unk_score": -3.0, "word_score": -0.7, "nbest": 2},
     "wide_beam": {"beam_size": 500, "nbest": 4},
 }
 
@@ -91,7 +93,11 @@ OPTIONS = {
 @pytest.mark.parametrize("with_lexicon", [True, False], ids=["lexicon", "lexicon_free"])
 @pytest.mark.parametrize("name", list(OPTIONS))
 def test_parity_with_flashlight(flashlight, assets, with_lexicon, with_lm, name):
-    rng = np.random.default_rng(hash((with_lexicon, with_lm, name)) % 2**32)
+    if name == "unk" and with_lexicon and not with_lm:
+        # Without an LM, splitting letters into unknown words in different places gives exactly
+        # equal scores; which of the tied hypotheses a beam keeps is arbitrary in both libraries.
+        pytest.skip("exact ties between <unk> segmentations: no single right answer to compare")
+    rng = np.random.default_rng(zlib.crc32(f"{with_lexicon}-{with_lm}-{name}".encode()))
     emissions = random_emissions(rng, 3, 45, N)
     lexicon = assets["lexicon"] if with_lexicon else None
     lm = assets["lm"] if with_lm else None
