@@ -98,9 +98,8 @@ def _hypotheses(rows):
 
 
 def _index_list(idxs):
-    if isinstance(idxs, ember.Tensor):
-        return [int(i) for i in idxs.reshape(-1).tolist()]
-    return [int(i) for i in idxs]
+    values = idxs.reshape(-1).tolist() if isinstance(idxs, ember.Tensor) else idxs
+    return [int(i) for i in values]
 
 
 class CTCDecoder:
