@@ -39,6 +39,7 @@ $(STAMPS)/packages: $(STAMPS)/deps $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 # Benchmarks against NumPy and PyTorch (heavy: installs the CPU build of PyTorch).
 bench: build
 	$(PIP) install -r requirements-bench.txt
+	$(PIP) install --no-deps pyctcdecode==0.5.0
 	$(PY) benches/run.py
 
 clean:

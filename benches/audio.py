@@ -1,22 +1,39 @@
-"""emberaudio benchmark: StreamReader decoding throughput and memory.
+"""emberaudio benchmark: StreamReader decoding throughput and memory; the CTC decoder's speed and
+memory against flashlight-text and pyctcdecode.
 
-    python benches/audio.py
+    python benches/audio.py [streamreader] [decoder]      (both when none is named)
 
 Throughput: a generated 10-minute stereo 44.1 kHz file (FLAC, then MP3) decoded to float32 chunks
 of 1 s by `emberaudio.io.StreamReader`, against the limit: the FFmpeg CLI (the same binary)
 decoding the same file to raw float32 into /dev/null. Best of REPEATS runs each.
 Memory: peak RSS of a fresh child process (and, separately, of its FFmpeg) streaming a 1-minute
 and a 60-minute FLAC file through StreamReader; streaming memory must not grow with the length.
+
+CTC decoder: LibriSpeech-shaped assets made here (29 tokens, a 5000-word lexicon, a trigram ARPA
+LM over it) and UTTERANCES utterances of FRAMES frames whose emissions spell lexicon words under
+Gaussian noise. Time per utterance for `ctc_decoder` (Ember on one thread, and the batch on all
+cores), flashlight-text's decoder built as TorchAudio builds it (one thread; it has no batching),
+and pyctcdecode (its own prefix beam search, default pruning; same beam width, the same ARPA file
+through the `kenlm` module, alpha = lm_weight): beam 50 and 500, with and without the LM. Ember's
+and Flashlight's best hypotheses are compared (words, tokens, score to 1e-4). Memory: peak RSS of
+a child process while it decodes the utterances one by one with a decoder built beforehand, and
+how much of it the decoding added over the built decoder.
 """
 import os
 import pathlib
+from importlib import metadata
 import resource
+import string
 import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "audio"))
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "audio"))
+sys.path.insert(0, str(ROOT / "audio" / "tests"))  # emberaudio_test_decoder: assets and the Flashlight reference
 
 from emberaudio import _ffmpeg  # noqa: E402
 from emberaudio.io import StreamReader  # noqa: E402
@@ -68,7 +85,7 @@ def rss_child_main(path):
     print(f"{own:.1f} {children:.1f}")
 
 
-def main():
+def stream_reader_section():
     folder = pathlib.Path(tempfile.mkdtemp(prefix="emberaudio-bench-"))
     print(f"FFmpeg {_ffmpeg.executable()}, {os.cpu_count()} cores; best of {REPEATS} runs\n")
     print("| workload | emberaudio StreamReader | FFmpeg CLI to /dev/null | ratio (CLI time / ember time) |")
@@ -89,8 +106,175 @@ def main():
     folder.rmdir()
 
 
+# CTC decoder
+
+UTTERANCES = 10
+FRAMES = 300  # 6 s of speech at wav2vec 2.0's 50 frames per second
+LETTERS = [*string.ascii_lowercase, "'"]
+TOKENS = ["-", "|", *LETTERS]
+
+
+def decoder_assets(folder):
+    """(tokens, lexicon, ARPA LM) files, and the emissions (saved as emissions.npy)."""
+    import emberaudio_test_decoder as assets
+
+    rng = np.random.default_rng(0)
+    words = assets.make_words(rng, 5000, max_len=9, letters=LETTERS)
+    files = (assets.write_tokens(folder / "tokens.txt", TOKENS), assets.write_lexicon(folder / "lexicon.txt", words),
+             assets.write_arpa(folder / "lm.arpa", words, rng, successors=10))
+    emissions = np.stack([assets.spoken_emissions(rng, words, FRAMES, TOKENS)[0] for _ in range(UTTERANCES)])
+    np.save(folder / "emissions.npy", emissions)
+    return files, emissions
+
+
+def quiet_stderr(build):
+    """KenLM prints a progress bar on stderr (fd 2) while it reads an ARPA file."""
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        return build()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def build_decoder(library, files, beam, with_lm):
+    """A function decoding a (batch, frames, tokens) array with `library`'s decoder."""
+    tokens, lexicon, lm = files
+    lm = lm if with_lm else None
+    if library == "ember":
+        import ember
+        from emberaudio.models.decoder import ctc_decoder
+
+        decoder = ctc_decoder(lexicon, tokens, lm=lm, beam_size=beam)
+        return lambda emissions: decoder(ember.from_numpy(emissions))
+    if library == "flashlight":
+        from emberaudio_test_decoder import FlashlightReference
+
+        return quiet_stderr(lambda: FlashlightReference(lexicon, tokens, lm=lm, beam_size=beam))
+    from pyctcdecode import build_ctcdecoder
+
+    words = [line.split()[0] for line in open(lexicon)]
+    labels = ["", " ", *LETTERS]  # pyctcdecode's blank and word delimiter
+    decoder = quiet_stderr(lambda: build_ctcdecoder(labels, kenlm_model_path=lm, unigrams=words if lm else None,
+                                                    alpha=2.0, beta=0.0))
+    return lambda emissions: [decoder.decode(e, beam_width=beam) for e in emissions]
+
+
+def per_utterance_ms(run, emissions, repeats):
+    best = min(timed(run, emissions) for _ in range(repeats))
+    return best / len(emissions) * 1000
+
+
+def timed(run, emissions):
+    start = time.perf_counter()
+    run(emissions)
+    return time.perf_counter() - start
+
+
+def same_output(ember_hyps, flashlight_hyps):
+    for got, want in zip(ember_hyps, flashlight_hyps):
+        g, w = got[0], want[0]
+        if (g.tokens.tolist(), g.words, g.timesteps.tolist()) != (w[0], w[1], w[3]) or abs(g.score - w[2]) > 1e-4:
+            return False
+    return True
+
+
+def ember_on_threads(threads, run):
+    import ember
+
+    def go(emissions):
+        default = ember.get_num_threads()
+        ember.set_num_threads(threads)
+        try:
+            return run(emissions)
+        finally:
+            ember.set_num_threads(default)
+
+    return go
+
+
+def decoder_speed_row(files, emissions, beam, with_lm):
+    ember_run = build_decoder("ember", files, beam, with_lm)
+    flashlight_run = build_decoder("flashlight", files, beam, with_lm)
+    identical = same_output(ember_run(emissions), flashlight_run(emissions))
+    one = per_utterance_ms(ember_on_threads(1, ember_run), emissions, REPEATS)
+    cores = per_utterance_ms(ember_run, emissions, REPEATS)
+    fl = per_utterance_ms(flashlight_run, emissions, REPEATS)
+    pyctc = per_utterance_ms(build_decoder("pyctcdecode", files, beam, with_lm), emissions, 1)
+    lm = "trigram ARPA" if with_lm else "none"
+    print(f"| {beam} | {lm} | {one:.1f} ms | {cores:.1f} ms | {fl:.1f} ms | {pyctc:.0f} ms | {fl / one:.2f}x "
+          f"| {'yes' if identical else 'NO'} |")
+
+
+def decoder_rss_in_child(library, folder, beam, with_lm):
+    out = subprocess.run([sys.executable, __file__, "--decoder-rss", library, str(folder), str(beam), str(int(with_lm))],
+                         capture_output=True, text=True, check=True)
+    built, peak = out.stdout.split()
+    return float(built), float(peak)
+
+
+def status_mb(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def decoder_rss_child_main(library, folder, beam, with_lm):
+    """Builds one decoder, then decodes the utterances one by one (Ember on one thread, as the
+    others); prints, in MB, the RSS once built and the peak RSS while decoding (the peak is
+    reset after building: reading an ARPA file peaks higher than the model it leaves)."""
+    folder = pathlib.Path(folder)
+    files = tuple(str(folder / name) for name in ("tokens.txt", "lexicon.txt", "lm.arpa"))
+    emissions = np.load(folder / "emissions.npy")
+    if library == "ember":
+        import ember
+
+        ember.set_num_threads(1)
+    run = build_decoder(library, files, int(beam), with_lm == "1")
+    built = status_mb("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM, the peak RSS, to the current RSS
+    for u in range(len(emissions)):
+        run(emissions[u : u + 1])
+    print(f"{built:.1f} {status_mb('VmHWM'):.1f}")
+
+
+def decoder_section():
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="emberaudio-decoder-bench-"))
+    files, emissions = decoder_assets(folder)
+    anchors = ", ".join(f"{name} {metadata.version(name)}" for name in ("flashlight-text", "pyctcdecode", "kenlm"))
+    print(f"\nCTC beam search ({anchors}), lexicon of 5000 words, {len(TOKENS)} tokens, {UTTERANCES} utterances of "
+          f"{FRAMES} frames; time per utterance, best of {REPEATS} runs (pyctcdecode: 1 run)\n")
+    print("| beam | LM | Ember, 1 thread | Ember, batch on all cores | flashlight-text (1 thread) | pyctcdecode "
+          "| ratio (Flashlight / Ember 1 thread) | same output as Flashlight |")
+    print("|---|---|---|---|---|---|---|---|")
+    for beam in (50, 500):
+        for with_lm in (False, True):
+            decoder_speed_row(files, emissions, beam, with_lm)
+    print("\n| decoder (beam 500, trigram LM) | RSS once built | peak RSS while decoding | added by decoding |")
+    print("|---|---|---|---|")
+    for library in ("ember", "flashlight"):
+        built, peak = decoder_rss_in_child(library, folder, 500, True)
+        print(f"| {library} | {built:.0f} MB | {peak:.0f} MB | {peak - built:.1f} MB |")
+    for path in folder.iterdir():
+        path.unlink()
+    folder.rmdir()
+
+
+def main(sections):
+    if "streamreader" in sections:
+        stream_reader_section()
+    if "decoder" in sections:
+        decoder_section()
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--rss"]:
         rss_child_main(sys.argv[2])
+    elif sys.argv[1:2] == ["--decoder-rss"]:
+        decoder_rss_child_main(*sys.argv[2:6])
     else:
-        main()
+        main(sys.argv[1:] or ["streamreader", "decoder"])

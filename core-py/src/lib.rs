@@ -1,6 +1,7 @@
 #![allow(non_snake_case)] // the extension must be called `_C`
 //! `ember._C`: the one extension module. It converts arguments, releases the GIL around
 //! kernels and maps errors; the logic lives in the Rust crates.
+mod audio;
 mod convert;
 mod dlpack;
 mod errors;
@@ -25,6 +26,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     ops::register(m)?;
     text::register(m)?;
+    audio::register(m)?;
     index::register(m)?;
     dlpack::register(m)?;
     sort::register(m)?;

@@ -13,7 +13,8 @@ from typing import Callable, Optional
 
 from emberdata.datapipes.iter import FileOpener, IterableWrapper, TarArchiveLoader, ZipArchiveLoader
 
-from embertext._download import cache_dir, copy_stream, download
+from ember._download import copy_stream, download
+from embertext._download import cache_dir
 
 try:
     import fcntl

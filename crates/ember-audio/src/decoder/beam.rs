@@ -3,6 +3,8 @@
 
 use super::lm_cache::LmStateId;
 use crate::trie::NodeId;
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 /// Marks "no parent" (the initial hypothesis).
 pub(crate) const NO_PARENT: u32 = u32::MAX;
@@ -24,10 +26,14 @@ pub(crate) struct Hyp {
 }
 
 impl Hyp {
-    /// What makes two hypotheses the same search state (score aside).
+    /// What makes two hypotheses the same search state (score aside): LM state, trie node,
+    /// token and the blank flag, packed into one integer.
     #[inline]
-    fn state_key(&self) -> (LmStateId, NodeId, i32, bool) {
-        (self.lm_state, self.lex, self.token, self.prev_blank)
+    fn state_key(&self) -> u128 {
+        ((self.lm_state as u128) << 96)
+            | ((self.lex as u128) << 64)
+            | ((self.token as u32 as u128) << 32)
+            | self.prev_blank as u128
     }
 }
 
@@ -36,6 +42,10 @@ pub(crate) struct Candidates {
     best: f64,
     items: Vec<Hyp>,
     threshold: f64,
+    /// Merging: each state's slot in `items`, and the score of the member that slot holds
+    /// (the total differs from it under log-add). Kept between frames for their capacity.
+    slots: FxHashMap<u128, u32>,
+    member_scores: Vec<f64>,
 }
 
 impl Candidates {
@@ -44,6 +54,8 @@ impl Candidates {
             best: f64::NEG_INFINITY,
             items: Vec::new(),
             threshold,
+            slots: FxHashMap::default(),
+            member_scores: Vec::new(),
         }
     }
 
@@ -65,30 +77,12 @@ impl Candidates {
 
     /// Drop candidates below best - threshold, merge equal states (max, or log-add of scores;
     /// the best-scoring member's history is kept), and keep the `beam_size` best in `out`
-    /// (sorted by score, best first, when `sorted`).
+    /// (sorted by score, best first, when `sorted`). Merging goes through a hash map: sorting
+    /// the candidates by state, as Flashlight does, took a third of the search's time.
     pub fn store(&mut self, out: &mut Vec<Hyp>, beam_size: usize, log_add: bool, sorted: bool) {
         out.clear();
-        let floor = self.best - self.threshold;
-        let items = &mut self.items;
-        items.retain(|h| h.score >= floor);
-        if items.is_empty() {
-            return;
-        }
-        items.sort_unstable_by(|a, b| {
-            a.state_key()
-                .cmp(&b.state_key())
-                .then_with(|| b.score.total_cmp(&a.score))
-        });
-        let mut kept = 0usize;
-        for i in 1..items.len() {
-            if items[i].state_key() != items[kept].state_key() {
-                kept += 1;
-                items[kept] = items[i];
-            } else {
-                items[kept].score = merge_scores(items[kept].score, items[i].score, log_add);
-            }
-        }
-        items.truncate(kept + 1);
+        let kept = self.merge(log_add);
+        let items = &mut self.items[..kept];
         let by_score = |a: &Hyp, b: &Hyp| b.score.total_cmp(&a.score);
         let size = beam_size.min(items.len());
         if sorted {
@@ -97,6 +91,38 @@ impl Candidates {
             items.select_nth_unstable_by(size - 1, by_score);
         }
         out.extend_from_slice(&items[..size]);
+    }
+
+    /// Merges the candidates above the threshold into the front of `items`; returns their count.
+    fn merge(&mut self, log_add: bool) -> usize {
+        let floor = self.best - self.threshold;
+        self.slots.clear();
+        self.member_scores.clear();
+        let mut kept = 0usize;
+        for i in 0..self.items.len() {
+            let hyp = self.items[i];
+            if hyp.score < floor {
+                continue;
+            }
+            match self.slots.entry(hyp.state_key()) {
+                Entry::Occupied(slot) => {
+                    let at = *slot.get() as usize;
+                    let total = merge_scores(self.items[at].score, hyp.score, log_add);
+                    if hyp.score > self.member_scores[at] {
+                        self.items[at] = hyp;
+                        self.member_scores[at] = hyp.score;
+                    }
+                    self.items[at].score = total;
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(kept as u32);
+                    self.items[kept] = hyp;
+                    self.member_scores.push(hyp.score);
+                    kept += 1;
+                }
+            }
+        }
+        kept
     }
 }
 

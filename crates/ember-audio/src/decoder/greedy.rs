@@ -1,6 +1,9 @@
 //! Greedy (best-path) CTC decoding: the best token of every frame, repeats collapsed, blanks
 //! removed.
 
+use crate::error::AudioError;
+use rayon::prelude::*;
+
 /// The greedy transcription of one utterance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GreedyResult {
@@ -43,6 +46,32 @@ pub fn greedy_decode(
     result
 }
 
+/// Greedy transcriptions of a `(batch, frames, num_tokens)` row-major block, in parallel;
+/// `lengths` gives each utterance's valid frames (all `frames` when `None`).
+pub fn greedy_decode_batch(
+    emissions: &[f32],
+    batch: usize,
+    frames: usize,
+    num_tokens: usize,
+    lengths: Option<&[usize]>,
+    blank: usize,
+) -> Result<Vec<GreedyResult>, AudioError> {
+    let stride = frames * num_tokens;
+    super::check_batch(emissions.len(), batch, stride, frames, lengths)?;
+    Ok((0..batch)
+        .into_par_iter()
+        .map(|b| {
+            let length = lengths.map_or(frames, |l| l[b]);
+            greedy_decode(
+                &emissions[b * stride..(b + 1) * stride],
+                length,
+                num_tokens,
+                blank,
+            )
+        })
+        .collect())
+}
+
 fn argmax(frame: &[f32]) -> usize {
     let mut best = 0;
     for (i, &v) in frame.iter().enumerate() {
@@ -72,5 +101,15 @@ mod tests {
         assert_eq!(r.tokens, vec![1, 1, 2]);
         assert_eq!(r.timesteps, vec![0, 3, 4]);
         assert!((r.score - (0.8 + 0.8 + 0.9 + 0.8 + 0.8 + 0.5)).abs() < 1e-5);
+    }
+
+    #[test]
+    fn batch_equals_one_by_one_with_lengths() {
+        let e: Vec<f32> = (0..2 * 5 * 3).map(|i| ((i * 7919) % 13) as f32).collect();
+        let got = greedy_decode_batch(&e, 2, 5, 3, Some(&[5, 2]), 0).unwrap();
+        assert_eq!(got[0], greedy_decode(&e[..15], 5, 3, 0));
+        assert_eq!(got[1], greedy_decode(&e[15..], 2, 3, 0));
+        assert!(greedy_decode_batch(&e, 2, 5, 3, Some(&[6, 1]), 0).is_err());
+        assert!(greedy_decode_batch(&e, 3, 5, 3, None, 0).is_err());
     }
 }

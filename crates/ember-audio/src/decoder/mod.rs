@@ -334,18 +334,7 @@ impl<L: LanguageModel> CtcDecoder<L> {
         lengths: Option<&[usize]>,
     ) -> Result<Vec<Vec<CtcHypothesis>>, AudioError> {
         let stride = frames * num_tokens;
-        if emissions.len() < batch * stride {
-            return Err(AudioError::Invalid(
-                "emissions shorter than batch * frames * tokens".into(),
-            ));
-        }
-        if let Some(lengths) = lengths {
-            if lengths.len() != batch || lengths.iter().any(|&l| l > frames) {
-                return Err(AudioError::Invalid(
-                    "lengths must have one entry per utterance, each at most frames".into(),
-                ));
-            }
-        }
+        check_batch(emissions.len(), batch, stride, frames, lengths)?;
         (0..batch)
             .into_par_iter()
             .map(|b| {
@@ -372,6 +361,10 @@ impl<L: LanguageModel> CtcDecoder<L> {
 
     pub fn trie(&self) -> Option<&Trie> {
         self.trie.as_ref()
+    }
+
+    pub fn lm(&self) -> &L {
+        &self.lm
     }
 
     /// TorchAudio's conversion of a raw result.
@@ -402,6 +395,29 @@ impl<L: LanguageModel> CtcDecoder<L> {
             timesteps,
         }
     }
+}
+
+/// The checks a batched decode makes before it slices `emissions` per utterance.
+fn check_batch(
+    len: usize,
+    batch: usize,
+    stride: usize,
+    frames: usize,
+    lengths: Option<&[usize]>,
+) -> Result<(), AudioError> {
+    if len < batch * stride {
+        return Err(AudioError::Invalid(
+            "emissions shorter than batch * frames * tokens".into(),
+        ));
+    }
+    if let Some(lengths) = lengths {
+        if lengths.len() != batch || lengths.iter().any(|&l| l > frames) {
+            return Err(AudioError::Invalid(
+                "lengths must have one entry per utterance, each at most frames".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,6 +5,11 @@
 //! whose history matches the context gives the probability, plus the back-off weights of every
 //! longer context that did not match. Words missing from the vocabulary score as `<unk>`; a
 //! model without `<unk>` gets it with log10 probability -100, as KenLM does.
+//!
+//! Each order's n-grams sit in one hash table keyed by a 64-bit hash of their word ids, as in
+//! KenLM's probing structure: no key is stored, so an n-gram costs about 20 bytes. A query
+//! absent from the model matches a present n-gram only if their 64-bit hashes collide (about
+//! one chance in 2^64 / n for n n-grams of that order).
 
 use crate::dictionary::Dictionary;
 use crate::error::AudioError;
@@ -26,8 +31,8 @@ struct Entry {
 #[derive(Debug, Clone)]
 pub struct ArpaModel {
     vocab: FxHashMap<String, u32>,
-    /// `ngrams[k]` holds the (k+1)-grams, keyed by vocabulary ids.
-    ngrams: Vec<FxHashMap<Box<[u32]>, Entry>>,
+    /// `ngrams[k]` holds the (k+1)-grams, keyed by `ngram_key` of their vocabulary ids.
+    ngrams: Vec<FxHashMap<u64, Entry>>,
     unk: u32,
     sentence_start: u32,
     sentence_end: u32,
@@ -116,11 +121,11 @@ impl ArpaModel {
         let mut backoff = 0.0f32;
         for start in 0..key.len() {
             let ngram = &key[start..];
-            if let Some(entry) = self.ngrams[ngram.len() - 1].get(ngram) {
+            if let Some(entry) = self.ngrams[ngram.len() - 1].get(&ngram_key(ngram)) {
                 return backoff + entry.log10_prob;
             }
             let history = &key[start..key.len() - 1];
-            if let Some(entry) = self.ngrams[history.len() - 1].get(history) {
+            if let Some(entry) = self.ngrams[history.len() - 1].get(&ngram_key(history)) {
                 backoff += entry.log10_backoff;
             }
         }
@@ -145,7 +150,7 @@ struct ArpaParser {
     counts: Vec<usize>,
     section: Section,
     vocab: FxHashMap<String, u32>,
-    ngrams: Vec<FxHashMap<Box<[u32]>, Entry>>,
+    ngrams: Vec<FxHashMap<u64, Entry>>,
 }
 
 #[derive(Default, PartialEq)]
@@ -176,7 +181,11 @@ impl ArpaParser {
             }
             self.section = Section::Ngrams(order);
             while self.ngrams.len() < order {
-                self.ngrams.push(FxHashMap::default());
+                let count = self.counts[self.ngrams.len()];
+                self.ngrams.push(FxHashMap::with_capacity_and_hasher(
+                    count,
+                    Default::default(),
+                ));
             }
             return Ok(());
         }
@@ -229,7 +238,7 @@ impl ArpaParser {
             ids.push(self.word_id(order, word)?);
         }
         self.ngrams[order - 1].insert(
-            ids.into_boxed_slice(),
+            ngram_key(&ids),
             Entry {
                 log10_prob,
                 log10_backoff,
@@ -281,7 +290,7 @@ impl ArpaParser {
                     log10_prob: MISSING_UNK_LOG10,
                     log10_backoff: 0.0,
                 };
-                self.ngrams[0].insert(vec![id].into_boxed_slice(), entry);
+                self.ngrams[0].insert(ngram_key(&[id]), entry);
                 id
             }
         };
@@ -295,6 +304,19 @@ impl ArpaParser {
             sentence_end,
         })
     }
+}
+
+/// The table key of an n-gram: its word ids folded through splitmix64's mixer, so distinct
+/// n-grams get unrelated 64-bit keys.
+fn ngram_key(ids: &[u32]) -> u64 {
+    ids.iter()
+        .fold(0x9E37_79B9_7F4A_7C15, |h, &id| mix64(h ^ id as u64))
+}
+
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 fn section_order(line: &str) -> Option<usize> {
