@@ -95,3 +95,20 @@ with StreamReader("sine=frequency=440:duration=3", format="lavfi") as reader:
     reader.add_audio_stream(frames_per_chunk=44100, filter_desc="lowpass=f=1000,aformat=sample_fmts=flt")
     peaks = [round(chunk.abs().max().item(), 3) for (chunk,) in reader.stream()]
 print(f"\nemberaudio StreamReader: {len(peaks)} chunks of 1 s, low-passed 440 Hz tone, peaks {peaks}")
+
+# emberaudio CTC decoding (Flashlight's beam search, in Rust): made-up emissions spelling
+# "cats sat", decoded against a three-word lexicon and a bigram ARPA LM written here.
+from emberaudio.models.decoder import ctc_decoder  # noqa: E402
+
+asr_dir = pathlib.Path(tempfile.mkdtemp())
+(asr_dir / "lexicon.txt").write_text("cat c a t |\ncats c a t s |\nsat s a t |\n")
+(asr_dir / "lm.arpa").write_text(
+    "\\data\\\nngram 1=6\nngram 2=3\n\n\\1-grams:\n-99\t<s>\t-0.3\n-1.0\t</s>\n-2.0\t<unk>\n-0.8\tcat\t-0.2\n"
+    "-1.2\tcats\t-0.2\n-0.9\tsat\t-0.2\n\n\\2-grams:\n-0.2\t<s> cats\n-0.3\tcats sat\n-0.1\tsat </s>\n\n\\end\\\n")
+ctc_tokens = ["-", "|", "c", "a", "t", "s"]
+spoken = "c a a t s - | s s a t |".split()
+logits = np.full((1, len(spoken), len(ctc_tokens)), -4.0, dtype=np.float32)
+logits[0, np.arange(len(spoken)), [ctc_tokens.index(t) for t in spoken]] = 0.0
+decoder = ctc_decoder(str(asr_dir / "lexicon.txt"), ctc_tokens, lm=str(asr_dir / "lm.arpa"), beam_size=50)
+best = decoder(ember.from_numpy(logits).log_softmax(-1))[0][0]
+print(f"emberaudio ctc_decoder: words {best.words}, score {best.score:.3f}")
