@@ -1,7 +1,9 @@
 //! Indexing kernels: advanced (NumPy) indexing get/put, gather/scatter, index_*, masked_*,
 //! take, nonzero, tril/triu. Every index is checked (and wrapped where PyTorch wraps) into a
 //! fresh int64 tensor before a kernel reads or writes through it.
+use super::binary::{binary, BinaryOp, Operand};
 use super::map::{binary_into, ternary_into, unary_into, Ptr};
+use crate::autograd::{self, LinearFn};
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -12,6 +14,7 @@ use crate::tensor::Tensor;
 use crate::with_dtype;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Binds `$T` to an unsigned type of `$size` bytes, for kernels that only move elements.
 macro_rules! with_width {
@@ -213,8 +216,24 @@ fn move_blocks<T: Copy + Send + Sync>(
     }
 }
 
-/// `x[indices]` for advanced indices `(dim, integer tensor)` on distinct increasing dims.
+/// `x[indices]` for advanced indices `(dim, integer tensor)` on distinct increasing dims. Its
+/// derivative adds the gradient into zeros at the same indices.
 pub fn index(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
+    if !autograd::needs_grad(&[x]) {
+        return gather_indexed(x, indices);
+    }
+    let (shape, ind) = (x.shape().to_vec(), Arc::new(indices.to_vec()));
+    let i = ind.clone();
+    let map: LinearFn = Arc::new(move |t: &Tensor| gather_indexed(t, &i));
+    let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
+        let z = Tensor::zeros(&shape, g.dtype());
+        put(&z, &ind, g, true)?;
+        Ok(z)
+    });
+    autograd::linear(["IndexBackward0", "IndexPutBackward0"], x, map, adjoint)
+}
+
+fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
     let plan = IndexPlan::new(x, indices)?;
     let out = Tensor::uninit(&plan.out_shape, x.dtype());
     let work = out.permute(&plan.to_work)?;
@@ -235,7 +254,38 @@ pub fn index(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
 }
 
 /// `x[indices] = values` (or `+=` with `accumulate`), `values` broadcast to the indexing result.
+/// Under autograd, `x`'s gradient passes except where it was overwritten, and `values` receive
+/// the gradient at the indices.
 pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool) -> Result<()> {
+    autograd::inplace::in_place(x, &[values], || put(x, indices, values, accumulate), || {
+        let fresh = {
+            let _raw = autograd::no_grad();
+            let c = x.deep_clone();
+            put(&c, indices, values, accumulate)?;
+            c
+        };
+        let keep = if accumulate {
+            None
+        } else {
+            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype());
+            put(&k, indices, &Tensor::scalar(0i64).to_dtype(x.dtype()), false)?;
+            Some(k)
+        };
+        let ind = indices.to_vec();
+        autograd::record("IndexPutBackward0", &[x, values], &[&fresh], &[], move |ctx, g| {
+            let gx = match (&keep, ctx.needs_input_grad(0)) {
+                (_, false) => None,
+                (None, true) => Some(g[0].clone()),
+                (Some(k), true) => Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(k))?),
+            };
+            let gv = if ctx.needs_input_grad(1) { Some(index(&g[0], &ind)?) } else { None };
+            Ok(vec![gx, gv])
+        })?;
+        Ok(fresh)
+    })
+}
+
+fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool) -> Result<()> {
     let plan = IndexPlan::new(x, indices)?;
     let values = values.to_dtype(x.dtype());
     let values = values.broadcast_to(&plan.out_shape).map_err(|_| {
@@ -511,7 +561,7 @@ pub fn index_add_or_copy_(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor,
     check_index_source(op, x, d, index, source)?;
     let x1 = at_least_1d(x);
     let src = if x.ndim() == 0 { source.reshape(&[-1])? } else { source.clone() };
-    index_put(&x1, &[(d, at_least_1d(index))], &src, accumulate).map(|_| x.bump_version())
+    put(&x1, &[(d, at_least_1d(index))], &src, accumulate).map(|_| x.bump_version())
 }
 
 /// `index_fill_`: every slice of `x` named by `index` along `dim` becomes `value` (a 0-d tensor).
@@ -527,7 +577,7 @@ pub fn index_fill_(x: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Resu
         bail!(Runtime, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
     }
     let x1 = at_least_1d(x);
-    index_put(&x1, &[(d, at_least_1d(index))], value, false).map(|_| x.bump_version())
+    put(&x1, &[(d, at_least_1d(index))], value, false).map(|_| x.bump_version())
 }
 
 /// `index_select`: the slices of `x` named by a 0-d or 1-d `index` along `dim`.
@@ -557,6 +607,21 @@ pub fn take(x: &Tensor, positions: &Tensor) -> Result<Tensor> {
         bail!(Index, "take(): tried to take from an empty tensor");
     }
     index(&x.reshape(&[-1])?, &[(0, positions.clone())])
+}
+
+/// The derivative of `take(x, positions)` for `x` of `shape`: zeros of `shape` with `g` added
+/// at `positions` (which must be in range).
+pub fn take_adjoint(g: &Tensor, positions: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let n = crate::layout::numel(shape) as i64;
+    let size: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let (p, q) = (positions.clone(), positions.clone());
+    let map: LinearFn = Arc::new(move |g: &Tensor| {
+        let z = Tensor::zeros(&[n as usize], g.dtype());
+        put(&z, &[(0, p.clone())], g, true)?;
+        z.reshape(&size)
+    });
+    let adjoint: LinearFn = Arc::new(move |t: &Tensor| gather_indexed(&t.reshape(&[-1])?, &[(0, q.clone())]));
+    autograd::linear(["TakeBackwardBackward0", "TakeBackward0"], g, map, adjoint)
 }
 
 fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {

@@ -18,6 +18,7 @@ pub mod resize;
 pub mod scan;
 pub mod sort;
 pub mod unary;
+pub mod view;
 
 use crate::bail;
 use crate::dtype::{Category, DType};

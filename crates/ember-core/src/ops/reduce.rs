@@ -65,6 +65,18 @@ pub fn out_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
         .collect()
 }
 
+/// `x` summed down to `shape`, which `x`'s shape is a broadcast of: the gradient of a
+/// broadcast input.
+pub fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let lead = x.ndim() - shape.len();
+    let dims: Vec<i64> = (0..x.ndim()).filter(|&d| d < lead || (shape[d - lead] == 1 && x.shape()[d] != 1)).map(|d| d as i64).collect();
+    if dims.is_empty() {
+        return if x.shape() == shape { Ok(x.clone()) } else { x.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>()) };
+    }
+    let summed = reduce(ReduceOp::Sum, x, Some(&dims), true, None)?;
+    summed.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
+}
+
 pub fn reduce(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     use ReduceOp::*;
     let mask = reduced_dims(dims, x.ndim())?;
