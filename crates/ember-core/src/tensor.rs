@@ -151,6 +151,11 @@ impl Tensor {
     pub fn bump_version(&self) {
         self.0.version.fetch_add(1, Ordering::Relaxed);
     }
+    /// Whether both name exactly the same elements (an in-place op's target and operand).
+    pub fn is_alias_of(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || (self.same_storage(other) && self.layout() == other.layout() && self.dtype() == other.dtype())
+    }
+
     pub fn same_storage(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0.storage, &other.0.storage)
     }

@@ -165,3 +165,6 @@ pub fn linear(names: [&'static str; 2], x: &Tensor, map: LinearFn, adjoint: Line
         record(names[0], &[x], &[out], &[], move |_, g| Ok(vec![Some(linear([names[1], names[0]], &g[0], a.clone(), m.clone())?)]))
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -440,8 +440,34 @@ fn as_rank(t: &Tensor, rank: usize) -> (Vec<usize>, Vec<isize>) {
     }
 }
 
-/// `out[..., j, ...] = x[..., index[..., j, ...], ...]` along `dim` (PyTorch's `gather`).
+/// `out[..., j, ...] = x[..., index[..., j, ...], ...]` along `dim` (PyTorch's `gather`). Its
+/// derivative adds the gradient into zeros at the gathered positions.
 pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    if !autograd::needs_grad(&[x]) {
+        return gather_kernel(x, dim, index);
+    }
+    let (shape, i, j) = (x.shape().to_vec(), index.clone(), index.clone());
+    let map: LinearFn = Arc::new(move |t: &Tensor| gather_kernel(t, dim, &i));
+    let adjoint: LinearFn = Arc::new(move |g: &Tensor| scatter_zeros(g, dim, &j, &shape));
+    autograd::linear(["GatherBackward0", "ScatterAddBackward0"], x, map, adjoint)
+}
+
+/// Zeros of `shape` with `g` added at `index` along `dim`: the derivative of `gather` (and of
+/// every op that picks one element per output along a dim: max, sort, topk, ...).
+pub fn gather_adjoint(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let (shape, i, j) = (shape.to_vec(), index.clone(), index.clone());
+    let map: LinearFn = Arc::new(move |g: &Tensor| scatter_zeros(g, dim, &i, &shape));
+    let adjoint: LinearFn = Arc::new(move |t: &Tensor| gather_kernel(t, dim, &j));
+    autograd::linear(["ScatterAddBackward0", "GatherBackward0"], g, map, adjoint)
+}
+
+fn scatter_zeros(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let z = Tensor::zeros(shape, g.dtype());
+    scatter_kernel(&z, dim, index, g, Reduce::Sum, true)?;
+    Ok(z)
+}
+
+fn gather_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = x.wrap_dim(dim)?;
     check_index_shape("gather", x, index, d, None)?;
     let size = x.shape().get(d).copied().unwrap_or(1);
@@ -467,7 +493,43 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
 /// `self[..., index[..., j, ...], ...] (op)= src[..., j, ...]` along `dim`, in place. With
 /// `include_self=False` every destination that receives a value starts from the op's identity;
 /// `Mean` divides by the number of values that met there (floor division for integers).
+///
+/// Under autograd (`Assign` and `Sum` only): `x`'s gradient passes except where assignment
+/// overwrote it, and `src` receives the gradient gathered at `index`.
 pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+    autograd::inplace::in_place(x, &[src], || scatter_kernel(x, dim, index, src, op, include_self), || {
+        if !matches!(op, Reduce::Assign | Reduce::Sum) || !include_self {
+            bail!(Runtime, "derivative for scatter_reduce with reduce={op:?} and include_self={include_self} is not implemented");
+        }
+        let fresh = {
+            let _raw = autograd::no_grad();
+            let c = x.deep_clone();
+            scatter_kernel(&c, dim, index, src, op, include_self)?;
+            c
+        };
+        let keep = if op == Reduce::Assign {
+            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype());
+            scatter_kernel(&k, dim, index, &Tensor::zeros(&[], x.dtype()).broadcast_to(index.shape())?, Reduce::Assign, true)?;
+            Some(k)
+        } else {
+            None
+        };
+        let idx = index.clone();
+        let name = if op == Reduce::Assign { "ScatterBackward0" } else { "ScatterAddBackward0" };
+        autograd::record(name, &[x, src], &[&fresh], &[], move |ctx, g| {
+            let gx = match (&keep, ctx.needs_input_grad(0)) {
+                (_, false) => None,
+                (None, true) => Some(g[0].clone()),
+                (Some(k), true) => Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(k))?),
+            };
+            let gs = if ctx.needs_input_grad(1) { Some(gather(&g[0], dim, &idx)?) } else { None };
+            Ok(vec![gx, gs])
+        })?;
+        Ok(fresh)
+    })
+}
+
+fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
     let d = x.wrap_dim(dim)?;
     check_index_shape("scatter", x, index, d, Some(src))?;
     if src.ndim() != index.ndim() {
@@ -514,7 +576,7 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
 fn divide_by_counts(x: &Tensor, d: usize, idx: &Tensor, include_self: bool) -> Result<()> {
     let counts = super::creation::full(x.shape(), super::binary::Scalar::Int(include_self as i64), DType::I64);
     let ones = Tensor::scalar(1i64).broadcast_to(idx.shape())?;
-    scatter_(&counts, d as i64, idx, &ones, Reduce::Sum, true)?;
+    scatter_kernel(&counts, d as i64, idx, &ones, Reduce::Sum, true)?;
     with_dtype!(x.dtype(), T, binary_into::<T, i64, T>(x, &counts, x, |v, c| match c {
         0 => v,
         c if T::DTYPE.is_float() => T::from_f64(v.to_f64() / c as f64),

@@ -3,6 +3,7 @@ pub mod binary;
 pub mod conv;
 pub mod creation;
 pub mod embedding;
+pub(crate) mod grad;
 pub mod index;
 pub mod join;
 pub mod loss;
