@@ -1,6 +1,7 @@
 #![allow(non_snake_case)] // the extension must be called `_C`
 //! `ember._C`: the one extension module. It converts arguments, releases the GIL around
 //! kernels and maps errors; the logic lives in the Rust crates.
+mod autograd;
 mod convert;
 mod dlpack;
 mod errors;
@@ -30,5 +31,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sort::register(m)?;
     nn_spatial::register(m)?;
     nn_core::register(m)?;
+    autograd::register(m)?;
     Ok(())
 }

@@ -36,7 +36,8 @@ pub fn check_out(out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
-fn check_writable(dst: &Tensor) -> Result<()> {
+/// Refuses to write a leaf that requires grad (or a view of one) while grad mode is on.
+pub fn check_writable(dst: &Tensor) -> Result<()> {
     if dst.requires_grad() && dst.is_leaf() {
         bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
     }

@@ -47,6 +47,11 @@ pub fn set_grad_enabled(on: bool) {
     GRAD_ENABLED.with(|g| g.set(on));
 }
 
+/// Sets the inference-mode flag on this thread (prefer [`inference_mode`]).
+pub fn set_inference_mode(on: bool) {
+    INFERENCE.with(|i| i.set(on));
+}
+
 /// Restores the grad and inference modes it found when dropped.
 #[must_use = "the mode reverts when the guard is dropped"]
 pub struct ModeGuard {

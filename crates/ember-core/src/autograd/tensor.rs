@@ -65,6 +65,12 @@ impl Tensor {
         self.0.requires_grad.store(true, Ordering::Relaxed);
     }
 
+    /// `detach_()`: this tensor becomes a leaf that does not require grad.
+    pub fn detach_in_place(&self) {
+        self.with_meta(|m| m.grad_fn = None);
+        self.0.requires_grad.store(false, Ordering::Relaxed);
+    }
+
     /// The leaf's gradient accumulator, made on first use and shared while it lives.
     pub(crate) fn grad_accumulator(&self) -> Arc<Node> {
         self.with_meta(|m| {
