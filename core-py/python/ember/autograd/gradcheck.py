@@ -15,7 +15,7 @@ class GradcheckError(RuntimeError):
 
 
 def _as_tuple(x):
-    return x if isinstance(x, tuple) else (x,)
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
 def _differentiable(outputs):
@@ -25,28 +25,24 @@ def _differentiable(outputs):
 def _numerical_jacobian(func, inputs, outputs, eps):
     """Column j of input i: (f(x + eps·e_j) - f(x - eps·e_j)) / 2eps for every output, with the
     input's memory perturbed in place (so views and non-contiguous inputs work)."""
+    # Grad mode stays as it is: gradgradcheck's function computes gradients itself.
     jac = {}
-    prev = _C.is_grad_enabled()
-    _C._set_grad_enabled(False)
-    try:
-        for i, x in enumerate(inputs):
-            if not (isinstance(x, _C.Tensor) and x.requires_grad):
-                continue
-            arr = np.asarray(x.detach())
-            cols = [np.zeros((x.numel(), o.numel())) for o in outputs]
-            for j in range(x.numel()):
-                at = np.unravel_index(j, arr.shape) if arr.ndim else ()
-                orig = arr[at].copy()
-                arr[at] = orig + eps
-                plus = [np.asarray(o.detach()).astype(np.float64).copy() for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
-                arr[at] = orig - eps
-                minus = [np.asarray(o.detach()).astype(np.float64).copy() for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
-                arr[at] = orig
-                for k, o in enumerate(outputs):
-                    cols[k][j] = ((plus[o.index] - minus[o.index]) / (2 * eps)).ravel()
-            jac[i] = cols
-    finally:
-        _C._set_grad_enabled(prev)
+    for i, x in enumerate(inputs):
+        if not (isinstance(x, _C.Tensor) and x.requires_grad):
+            continue
+        arr = np.asarray(x.detach())
+        cols = [np.zeros((x.numel(), o.numel())) for o in outputs]
+        for j in range(x.numel()):
+            at = np.unravel_index(j, arr.shape) if arr.ndim else ()
+            orig = arr[at].copy()
+            arr[at] = orig + eps
+            plus = [np.asarray(o.detach()).astype(np.float64).copy() for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
+            arr[at] = orig - eps
+            minus = [np.asarray(o.detach()).astype(np.float64).copy() for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
+            arr[at] = orig
+            for k, o in enumerate(outputs):
+                cols[k][j] = ((plus[o.index] - minus[o.index]) / (2 * eps)).ravel()
+        jac[i] = cols
     return jac
 
 
