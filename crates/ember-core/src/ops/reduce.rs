@@ -79,7 +79,7 @@ pub fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 
 pub fn reduce(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     crate::autograd::track(&[x], || reduce_kernel(op, x, dims, keepdim, dtype), |y| {
-        super::grad::reduce::record_reduce(op, x, reduced_dims(dims, x.ndim())?, keepdim, y)
+        super::grad::reduce::record_reduce(op, x, reduced_dims(dims, x.ndim())?, keepdim, y, dims.is_none_or(|d| d.is_empty()))
     })
 }
 

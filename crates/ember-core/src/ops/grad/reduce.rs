@@ -22,18 +22,20 @@ fn unreduce(g: &Tensor, shape: &[usize], mask: &[bool], keepdim: bool) -> Result
 }
 
 /// Records `y = op(x)` over the dims `mask` marks.
-pub(crate) fn record_reduce(op: ReduceOp, x: &Tensor, mask: Vec<bool>, keepdim: bool, y: &Tensor) -> Result<()> {
+pub(crate) fn record_reduce(op: ReduceOp, x: &Tensor, mask: Vec<bool>, keepdim: bool, y: &Tensor, all: bool) -> Result<()> {
     if !y.dtype().is_float() {
         return Ok(());
     }
+    // PyTorch numbers the full reduction 0 and the one over dims 1.
+    let pick_name = |full: &'static str, dims: &'static str| if all { full } else { dims };
     let shape = x.shape().to_vec();
     let count: usize = shape.iter().zip(&mask).filter(|p| *p.1).map(|p| *p.0).product();
     match op {
-        ReduceOp::Sum => record("SumBackward1", &[x], &[y], &[], move |_, g| Ok(vec![Some(unreduce(&g[0], &shape, &mask, keepdim)?)])),
-        ReduceOp::Mean => record("MeanBackward1", &[x], &[y], &[], move |_, g| {
+        ReduceOp::Sum => record(pick_name("SumBackward0", "SumBackward1"), &[x], &[y], &[], move |_, g| Ok(vec![Some(unreduce(&g[0], &shape, &mask, keepdim)?)])),
+        ReduceOp::Mean => record(pick_name("MeanBackward0", "MeanBackward1"), &[x], &[y], &[], move |_, g| {
             Ok(vec![Some(scale(&unreduce(&g[0], &shape, &mask, keepdim)?, 1.0 / count as f64)?)])
         }),
-        ReduceOp::Prod => record("ProdBackward1", &[x], &[y], &[x], move |ctx, g| {
+        ReduceOp::Prod => record(pick_name("ProdBackward0", "ProdBackward1"), &[x], &[y], &[x], move |ctx, g| {
             let x = ctx.saved(0)?;
             Ok(vec![Some(mul(&unreduce(&g[0], &shape, &mask, keepdim)?, &product_of_others(&x, &mask)?)?)])
         }),
