@@ -695,6 +695,14 @@ fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {
 
 /// `masked_fill` into `out` (which may be `x` itself): `value` where `mask`, else `x`.
 pub fn masked_fill_into(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<()> {
+    if out.is_alias_of(x) {
+        return autograd::inplace::in_place(out, &[value], || masked_fill_kernel(x, mask, value, out), || masked_fill(x, mask, value));
+    }
+    autograd::inplace::check_out(out, &[x, value])?;
+    masked_fill_kernel(x, mask, value, out)
+}
+
+fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<()> {
     check_bool_mask("masked_fill_", mask)?;
     if value.ndim() != 0 {
         bail!(Runtime, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
@@ -708,9 +716,12 @@ pub fn masked_fill_into(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor)
 
 /// `masked_fill`: a fresh tensor of `x`'s dtype and the broadcast shape of `x` and `mask`.
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
-    let out = Tensor::uninit(&broadcast_shapes(x.shape(), mask.shape())?, x.dtype());
-    masked_fill_into(x, mask, value, &out)?;
-    Ok(out)
+    let kernel = || {
+        let out = Tensor::uninit(&broadcast_shapes(x.shape(), mask.shape())?, x.dtype());
+        masked_fill_kernel(x, mask, value, &out)?;
+        Ok(out)
+    };
+    autograd::track(&[x, value], kernel, |y| super::grad::index::record_masked_fill(x, mask, value, y))
 }
 
 /// The coordinates (one int64 row per element) of every non-zero element, in row-major order.
@@ -772,8 +783,26 @@ pub fn nonzero(x: &Tensor) -> Tensor {
 /// `masked_select`: the elements of `x` where `mask` (both broadcast), as a 1-d tensor in
 /// row-major order. Chunks count their selected elements in parallel, then copy them to their
 /// prefix offsets.
+///
+/// Its derivative writes the gradient back at the selected positions (then sums it over the
+/// dims `mask` broadcast `x` along).
 pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     check_bool_mask("masked_select:", mask)?;
+    if !autograd::needs_grad(&[x]) {
+        return masked_select_kernel(x, mask);
+    }
+    let shape = broadcast_shapes(x.shape(), mask.shape())?;
+    let (m, n) = (mask.broadcast_to(&shape)?, mask.broadcast_to(&shape)?);
+    let map: LinearFn = Arc::new(move |t: &Tensor| masked_select_kernel(t, &m));
+    let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
+        let z = Tensor::zeros(n.shape(), g.dtype());
+        masked_scatter_(&z, &n, g)?;
+        Ok(z)
+    });
+    autograd::linear(["MaskedSelectBackward0", "MaskedScatterBackward0"], &x.broadcast_to(&shape)?, map, adjoint)
+}
+
+fn masked_select_kernel(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(x.shape(), mask.shape())?;
     let (xs, ms) = (x.broadcast_to(&shape)?.contiguous(), mask.broadcast_to(&shape)?.contiguous());
     let n = xs.numel();
@@ -832,6 +861,14 @@ fn coordinate_columns(coords: &Tensor, ndim: usize) -> Vec<(usize, Tensor)> {
 /// `tril` (`upper = false`) or `triu` of the last two dims into `out` (which may be `x`): keeps
 /// the elements on and below (above) the `diagonal`-th diagonal, zeroes the rest.
 pub fn tri_into(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
+    if out.is_alias_of(x) {
+        return autograd::inplace::in_place(out, &[], || tri_kernel(x, diagonal, upper, out), || tri(x, diagonal, upper));
+    }
+    autograd::inplace::check_out(out, &[x])?;
+    tri_kernel(x, diagonal, upper, out)
+}
+
+fn tri_kernel(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
     if x.ndim() < 2 {
         bail!(Runtime, "{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" });
     }
@@ -854,9 +891,12 @@ pub fn tri_into(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<
 
 /// `tril`/`triu` into a fresh tensor.
 pub fn tri(x: &Tensor, diagonal: i64, upper: bool) -> Result<Tensor> {
-    let out = Tensor::uninit(x.shape(), x.dtype());
-    tri_into(x, diagonal, upper, &out)?;
-    Ok(out)
+    let kernel = || {
+        let out = Tensor::uninit(x.shape(), x.dtype());
+        tri_kernel(x, diagonal, upper, &out)?;
+        Ok(out)
+    };
+    autograd::track(&[x], kernel, |y| super::grad::index::record_tri(x, diagonal, upper, y))
 }
 
 #[cfg(test)]

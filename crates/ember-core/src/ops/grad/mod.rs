@@ -2,7 +2,11 @@
 //! record when grad mode is on, so a backward pass run with `create_graph` builds the graph of
 //! its own gradients (higher-order derivatives).
 pub(crate) mod binary;
+pub(crate) mod conv;
+pub(crate) mod index;
 pub(crate) mod matmul;
+pub(crate) mod nn;
+pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod unary;
 
