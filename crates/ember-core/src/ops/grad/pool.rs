@@ -59,7 +59,9 @@ pub(crate) fn record_pad(x: &Tensor, pads: &[i64], mode: PadMode, y: &Tensor) ->
     let inner: usize = x.shape()[ndim - k..].iter().product();
     let (map, valid) = {
         let _untracked = no_grad();
-        let positions = arange(0.0, inner as f64, 1.0, crate::DType::I64)?.reshape(&block)?;
+        // A leading dim of one: the non-constant modes want a batch or channel dim.
+        let lead_one: Vec<i64> = std::iter::once(1).chain(block.iter().copied()).collect();
+        let positions = arange(0.0, inner as f64, 1.0, crate::DType::I64)?.reshape(&lead_one)?;
         let m = pad(&positions, pads, match mode {
             PadMode::Constant(_) => PadMode::Constant(Scalar::Int(-1)),
             other => other,
