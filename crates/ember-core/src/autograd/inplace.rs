@@ -21,6 +21,11 @@ pub fn in_place(dst: &Tensor, others: &[&Tensor], kernel: impl FnOnce() -> Resul
     }
     check_writable(dst)?;
     let v = value()?;
+    if let Some(node) = v.grad_fn() {
+        // The write below would invalidate `dst` where the new value's node saved it (mul_,
+        // pow_ ...): it keeps a copy of the old contents instead, as PyTorch does.
+        node.snapshot_saved(dst);
+    }
     let v = if v.dtype() != dst.dtype() { v.to_dtype(dst.dtype()) } else { v };
     if v.shape() != dst.shape() {
         bail!(Runtime, "output with shape {:?} doesn't match the broadcast shape {:?}", dst.shape(), v.shape());

@@ -105,6 +105,19 @@ impl Node {
         }
     }
 
+    /// Replaces saved inputs that are `t` itself by a copy of its current contents (with its
+    /// history, for create_graph), before an in-place write to `t`.
+    pub(crate) fn snapshot_saved(&self, t: &Tensor) {
+        let mut saved = self.saved.lock().unwrap();
+        for s in saved.iter_mut().filter(|s| s.output_nr.is_none()) {
+            if s.data.as_ref().is_some_and(|d| Arc::ptr_eq(&d.0, &t.0)) {
+                let copy = t.deep_clone();
+                s.version = copy.version();
+                s.data = Some(copy);
+            }
+        }
+    }
+
     pub(crate) fn add_pre_hook(self: &Arc<Self>, output_nr: usize, hook: Hook) -> HookHandle {
         let id = HOOK_ID.fetch_add(1, Ordering::Relaxed);
         self.pre_hooks.lock().unwrap().push((output_nr, id, hook));

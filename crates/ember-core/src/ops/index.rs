@@ -623,7 +623,7 @@ pub fn index_add_or_copy_(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor,
     check_index_source(op, x, d, index, source)?;
     let x1 = at_least_1d(x);
     let src = if x.ndim() == 0 { source.reshape(&[-1])? } else { source.clone() };
-    put(&x1, &[(d, at_least_1d(index))], &src, accumulate).map(|_| x.bump_version())
+    index_put(&x1, &[(d, at_least_1d(index))], &src, accumulate)
 }
 
 /// `index_fill_`: every slice of `x` named by `index` along `dim` becomes `value` (a 0-d tensor).
@@ -639,7 +639,7 @@ pub fn index_fill_(x: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Resu
         bail!(Runtime, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
     }
     let x1 = at_least_1d(x);
-    put(&x1, &[(d, at_least_1d(index))], value, false).map(|_| x.bump_version())
+    index_put(&x1, &[(d, at_least_1d(index))], value, false)
 }
 
 /// `index_select`: the slices of `x` named by a 0-d or 1-d `index` along `dim`.
@@ -846,7 +846,7 @@ pub fn masked_scatter_(x: &Tensor, mask: &Tensor, source: &Tensor) -> Result<()>
     }
     let values = source.reshape(&[-1])?.narrow(0, 0, count as i64)?;
     let x1 = at_least_1d(x);
-    index_put(&x1, &coordinate_columns(&coords, x1.ndim()), &values, false).map(|_| x.bump_version())
+    index_put(&x1, &coordinate_columns(&coords, x1.ndim()), &values, false)
 }
 
 /// The columns of a `nonzero` result as advanced indices on dims `0..ndim` (a 0-d tensor's
