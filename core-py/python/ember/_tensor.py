@@ -189,6 +189,8 @@ def _detach_(self):
     return self
 
 
+_native_grad = Tensor.grad
+Tensor.grad = property(_native_grad.__get__, _native_grad.__set__, lambda self: _native_grad.__set__(self, None), _native_grad.__doc__)
 _method("backward", _backward)
 _method("detach_", _detach_)
 Tensor.data = property(lambda self: self.detach(), lambda self, value: self._set_data(value))

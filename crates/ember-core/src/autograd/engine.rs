@@ -205,6 +205,9 @@ fn run_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Result<()> {
     for (nr, hook) in hooks {
         if let Some(g) = &grads[nr] {
             if let Some(replacement) = hook(g)? {
+                if replacement.shape() != g.shape() {
+                    bail!(Runtime, "hook has changed the size of value: expected {:?} but got {:?}", g.shape(), replacement.shape());
+                }
                 grads[nr] = Some(replacement);
             }
         }
@@ -251,16 +254,10 @@ fn add_to(buffer: &mut [Option<Tensor>], nr: usize, g: Tensor) -> Result<()> {
     Ok(())
 }
 
-/// Adds `g` into the leaf's `.grad`. The first gradient is taken as it is when nothing else
-/// holds it and it is laid out densely (later ones are added in place), else copied; under
-/// create_graph the sum is out of place so that it keeps its history.
+/// Adds `g` (past the leaf's hooks) into the leaf's `.grad`. The first gradient is taken as it
+/// is when nothing else holds it and it is laid out densely (later ones are added in place),
+/// else copied; under create_graph the sum is out of place so that it keeps its history.
 fn accumulate(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
-    let mut g = g;
-    for hook in leaf.leaf_hooks() {
-        if let Some(r) = hook(&g)? {
-            g = r;
-        }
-    }
     let new = match leaf.grad() {
         None if create_graph => g,
         None => owned(g),
