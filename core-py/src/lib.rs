@@ -2,6 +2,7 @@
 //! `ember._C`: the one extension module. It converts arguments, releases the GIL around
 //! kernels and maps errors; the logic lives in the Rust crates.
 mod audio;
+mod autograd;
 mod convert;
 mod dlpack;
 mod errors;
@@ -32,5 +33,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sort::register(m)?;
     nn_spatial::register(m)?;
     nn_core::register(m)?;
+    autograd::register(m)?;
     Ok(())
 }

@@ -86,9 +86,11 @@ fn nll_loss(py: Python<'_>, input: &PyTensor, target: &PyTensor, weight: Option<
     Ok((wrap(l), wrap(total)))
 }
 
+/// `weight[indices]`; under autograd the `padding_idx` row gets no gradient.
 #[pyfunction]
-fn embedding(py: Python<'_>, weight: &PyTensor, indices: &PyTensor) -> PyResult<PyTensor> {
-    Ok(wrap(nogil(py, indices.t.numel(), || emb::embedding(&weight.t, &indices.t)).py()?))
+#[pyo3(signature = (weight, indices, padding_idx=None))]
+fn embedding(py: Python<'_>, weight: &PyTensor, indices: &PyTensor, padding_idx: Option<i64>) -> PyResult<PyTensor> {
+    Ok(wrap(nogil(py, indices.t.numel(), || emb::embedding(&weight.t, &indices.t, padding_idx)).py()?))
 }
 
 #[pyfunction]

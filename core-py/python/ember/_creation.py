@@ -64,7 +64,7 @@ def _finish(t, dtype=None, device=None, requires_grad=False):
     if dtype is not None and t.dtype != dtype:
         t = t._to_dtype(_check_dtype(dtype))
     if requires_grad:
-        raise NotImplementedError("requires_grad=True: autograd is not built yet (see the training issue)")
+        t.requires_grad_(True)
     return t
 
 
@@ -119,7 +119,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     """
     _check_dtype(dtype)
     if isinstance(data, _C.Tensor):
-        return _finish(data.clone(), dtype, device, requires_grad)
+        return _finish(data.detach().clone(), dtype, device, requires_grad)
     if isinstance(data, np.ndarray):
         arr = data
         if arr.dtype not in _NUMPY_TO_EMBER:

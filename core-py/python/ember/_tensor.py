@@ -106,6 +106,8 @@ for _name, _d in [("float", _C.float32), ("double", _C.float64), ("half", _C.flo
 
 def _numpy(self, *, force=False):
     """A NumPy array sharing this tensor's memory (bfloat16 has no NumPy type and is refused)."""
+    if self.requires_grad and not force:
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
     return np.asarray(self)
 
 
@@ -116,7 +118,7 @@ def _array(self, dtype=None, copy=None):
 
 _method("numpy", _numpy)
 _method("__array__", _array)
-_method("tolist", lambda self: (self._to_dtype(_C.float32) if self.dtype == _C.bfloat16 else self).numpy().tolist())
+_method("tolist", lambda self: np.asarray(self._to_dtype(_C.float32) if self.dtype == _C.bfloat16 else self).tolist())
 
 
 def _rebuild(data, dtype_name, shape):
@@ -161,24 +163,37 @@ _method("fliplr", lambda self: self.flip(1))
 _method("flipud", lambda self: self.flip(0))
 _method("zero_", lambda self: self.copy_(0))
 _method("fill_", lambda self, value: self.copy_(value))
-_method("detach", lambda self: self.view(self.shape))
-_method("requires_grad_", lambda self, requires_grad=True: _no_grad(self, requires_grad))
 Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
 Tensor.mT = property(lambda self: self.transpose(-2, -1))
 Tensor.H = Tensor.T
 Tensor.mH = Tensor.mT
-Tensor.requires_grad = property(lambda self: False)
-Tensor.grad = property(lambda self: None)
-Tensor.is_leaf = property(lambda self: True)
 Tensor.layout = property(lambda self: "ember.strided")
 Tensor.itemsize = property(lambda self: self.dtype.itemsize)
 Tensor.nbytes = property(lambda self: self.numel() * self.dtype.itemsize)
 
 
-def _no_grad(self, requires_grad):
-    if requires_grad:
-        raise NotImplementedError("requires_grad: autograd is not built yet (see the training issue)")
+# ---- autograd (the attributes are native; these add PyTorch's argument handling) ----
+
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates the gradient of this tensor into the `.grad` of the graph's leaves (or of
+    `inputs`). `gradient` may be omitted only for a one-element tensor; the graph is freed
+    unless `retain_graph` (default: `create_graph`)."""
+    ember.autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _detach_(self):
+    """Detaches in place: only a tensor that is not a view of another may be detached so."""
+    if self._is_view():
+        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+    self._detach_in_place()
     return self
+
+
+_native_grad = Tensor.grad
+Tensor.grad = property(_native_grad.__get__, _native_grad.__set__, lambda self: _native_grad.__set__(self, None), _native_grad.__doc__)
+_method("backward", _backward)
+_method("detach_", _detach_)
+Tensor.data = property(lambda self: self.detach(), lambda self, value: self._set_data(value))
 
 
 # ---- indexing and joining (ember._index_api) ----

@@ -58,12 +58,17 @@ def _format(a, fmt, width, indent, summarize):
 
 def tensor_repr(t, prefix="tensor("):
     dtype = t.dtype
-    arr = np.asarray(t._to_dtype(_C.float32) if dtype.name == "bfloat16" else t)
+    arr = np.asarray(t.detach()._to_dtype(_C.float32) if dtype.name == "bfloat16" else t)
     suffixes = []
     if arr.size == 0 and arr.ndim != 1:
         suffixes.append(f"size={tuple(arr.shape)}")
     if dtype.name not in _DEFAULT_DTYPES:
         suffixes.append(f"dtype=ember.{dtype.name}")
+    grad_fn = t.grad_fn
+    if grad_fn is not None:
+        suffixes.append(f"grad_fn=<{grad_fn.name()}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
     summarize = arr.size > THRESHOLD
     shown = _summarize(arr) if arr.size else arr.ravel()
     if arr.dtype.kind == "f":

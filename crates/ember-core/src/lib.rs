@@ -1,5 +1,6 @@
 //! Ember's tensor engine: strided CPU tensors over shared storage, PyTorch's dtypes and
 //! promotion, and parallel kernels grouped by op family.
+pub mod autograd;
 pub mod device;
 pub mod dtype;
 pub mod error;

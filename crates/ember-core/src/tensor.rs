@@ -7,11 +7,12 @@ use crate::error::Result;
 use crate::layout::{self, wrap_dim, Layout};
 use crate::storage::{CpuStorage, Storage};
 use crate::with_dtype;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use crate::autograd::{self, meta::AutogradMeta};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone)]
-pub struct Tensor(Arc<Inner>);
+pub struct Tensor(pub(crate) Arc<Inner>);
 
 pub struct Inner {
     storage: Arc<Storage>,
@@ -19,21 +20,61 @@ pub struct Inner {
     dtype: DType,
     /// Bumped by every in-place write through any view of the storage.
     version: Arc<AtomicU64>,
+    /// For a view: the tensor that first owned the storage (in-place writes through a view
+    /// must rewrite the base's history too).
+    base: Option<Tensor>,
+    /// Set on a leaf that requires grad and on every result autograd tracks: the one word the
+    /// per-op hot path reads, so ops on untracked tensors pay a single relaxed load.
+    pub(crate) requires_grad: AtomicBool,
+    /// grad, grad_fn, hooks: allocated only for tensors autograd deals with.
+    pub(crate) autograd: Mutex<Option<Box<AutogradMeta>>>,
 }
 
 impl Tensor {
     pub fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Self {
-        Tensor(Arc::new(Inner { storage, layout, dtype, version: Arc::new(AtomicU64::new(0)) }))
+        Tensor(Arc::new(Inner {
+            storage,
+            layout,
+            dtype,
+            version: Arc::new(AtomicU64::new(0)),
+            base: None,
+            requires_grad: AtomicBool::new(false),
+            autograd: Mutex::new(None),
+        }))
     }
 
-    /// A view sharing this tensor's storage (and version counter) with another layout.
+    /// A view sharing this tensor's storage (and version counter) with another layout; it
+    /// carries no autograd history (the public view ops record theirs).
     pub fn with_layout(&self, layout: Layout) -> Self {
+        self.alias(layout, Some(self.0.base.clone().unwrap_or_else(|| self.clone())))
+    }
+
+    /// This tensor's storage under another layout, as a tensor of its own rather than a view:
+    /// for fresh results whose first layout was provisional (a copy that `reshape` made).
+    pub fn relayout(&self, layout: Layout) -> Self {
+        self.alias(layout, self.0.base.clone())
+    }
+
+    fn alias(&self, layout: Layout, base: Option<Tensor>) -> Self {
         Tensor(Arc::new(Inner {
             storage: self.0.storage.clone(),
             layout,
             dtype: self.0.dtype,
             version: self.0.version.clone(),
+            base,
+            requires_grad: AtomicBool::new(false),
+            autograd: Mutex::new(None),
         }))
+    }
+
+    /// The tensor whose storage this view shares, if this is a view.
+    pub fn base(&self) -> Option<&Tensor> {
+        self.0.base.as_ref()
+    }
+
+    /// The same data, version counter and base with no autograd history (`detach`).
+    pub fn detach(&self) -> Tensor {
+        self.alias(self.layout().clone(), self.0.base.clone())
     }
 
     /// A fresh contiguous tensor whose contents the caller must overwrite entirely.
@@ -56,7 +97,7 @@ impl Tensor {
         }
         let t = Self::uninit(&permuted, dtype);
         let layout = t.layout().permute(&inverse).expect("inverse of a permutation");
-        t.with_layout(layout)
+        t.relayout(layout)
     }
 
     pub fn zeros(shape: &[usize], dtype: DType) -> Self {
@@ -110,6 +151,11 @@ impl Tensor {
     pub fn bump_version(&self) {
         self.0.version.fetch_add(1, Ordering::Relaxed);
     }
+    /// Whether both name exactly the same elements (an in-place op's target and operand).
+    pub fn is_alias_of(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || (self.same_storage(other) && self.layout() == other.layout() && self.dtype() == other.dtype())
+    }
+
     pub fn same_storage(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0.storage, &other.0.storage)
     }
@@ -152,184 +198,58 @@ impl Tensor {
         wrap_dim(dim, self.ndim())
     }
 
-    // ---- views ----
-
-    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
-        let shape = layout::infer_shape(shape, self.numel())?;
-        Ok(match self.layout().view(&shape) {
-            Some(l) => self.with_layout(l),
-            None => self.contiguous().with_layout(Layout::contiguous(&shape)),
-        })
-    }
-
-    pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
-        let shape = layout::infer_shape(shape, self.numel())?;
-        match self.layout().view(&shape) {
-            Some(l) => Ok(self.with_layout(l)),
-            None => bail!(Runtime, "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."),
-        }
-    }
-
-    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
-        let dims = dims.iter().map(|&d| self.wrap_dim(d)).collect::<Result<Vec<_>>>()?;
-        Ok(self.with_layout(self.layout().permute(&dims)?))
-    }
-
-    pub fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
-        let (a, b) = (self.wrap_dim(d0)?, self.wrap_dim(d1)?);
-        if self.ndim() == 0 {
-            return Ok(self.clone());
-        }
-        Ok(self.with_layout(self.layout().transpose(a, b)))
-    }
-
-    /// `t()`: transpose of a matrix; 0-d and 1-d tensors are returned as they are.
-    pub fn t(&self) -> Result<Tensor> {
-        match self.ndim() {
-            0 | 1 => Ok(self.clone()),
-            2 => self.transpose(0, 1),
-            n => bail!(Runtime, "t() expects a tensor with <= 2 dimensions, but self is {n}D"),
-        }
-    }
-
-    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
-        let d = self.wrap_dim(dim)?;
-        let size = self.shape()[d] as i64;
-        let start = if start < 0 { start + size } else { start };
-        if start < 0 || length < 0 || start + length > size {
-            bail!(Index, "start ({start}) + length ({length}) exceeds dimension size ({size}).");
-        }
-        Ok(self.with_layout(self.layout().slice(d, start as usize, length as usize, 1)))
-    }
-
-    /// Python-style slice `start:stop:step` along `dim` (bounds clamped as Python does).
-    pub fn slice(&self, dim: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> Result<Tensor> {
-        let d = self.wrap_dim(dim)?;
-        if step <= 0 {
-            bail!(Value, "slice step must be positive, got {step}");
-        }
-        let n = self.shape()[d] as i64;
-        let clamp = |v: Option<i64>, default: i64| match v {
-            None => default,
-            Some(v) if v < 0 => (v + n).max(0),
-            Some(v) => v.min(n),
-        };
-        let (s, e) = (clamp(start, 0), clamp(stop, n));
-        let len = if e > s { (e - s + step - 1) / step } else { 0 };
-        Ok(self.with_layout(self.layout().slice(d, s as usize, len as usize, step as usize)))
-    }
-
-    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
-        let d = self.wrap_dim(dim)?;
-        let n = self.shape()[d] as i64;
-        let i = if index < 0 { index + n } else { index };
-        if i < 0 || i >= n {
-            bail!(Index, "index {index} is out of bounds for dimension {d} with size {n}");
-        }
-        Ok(self.with_layout(self.layout().select(d, i as usize)))
-    }
-
-    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
-        let d = wrap_dim(dim, self.ndim() + 1)?;
-        Ok(self.with_layout(self.layout().unsqueeze(d)))
-    }
-
-    pub fn squeeze(&self, dims: Option<&[i64]>) -> Result<Tensor> {
-        let dims: Vec<usize> = match dims {
-            None => (0..self.ndim()).collect(),
-            Some(ds) => ds.iter().map(|&d| self.wrap_dim(d)).collect::<Result<_>>()?,
-        };
-        Ok(self.with_layout(self.layout().squeeze(&dims)))
-    }
-
-    /// `expand`: -1 keeps a dim; new leading dims may be added.
-    pub fn expand(&self, shape: &[i64]) -> Result<Tensor> {
-        let lead = shape.len() as isize - self.ndim() as isize;
-        if lead < 0 {
-            bail!(Runtime, "expand: the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})", shape.len(), self.ndim());
-        }
-        let mut target = Vec::with_capacity(shape.len());
-        for (i, &s) in shape.iter().enumerate() {
-            target.push(match s {
-                -1 if (i as isize) < lead => bail!(Runtime, "expand: -1 is not allowed in a leading, non-existing dimension {i}"),
-                -1 => self.shape()[i - lead as usize],
-                s if s < 0 => bail!(Runtime, "expand: invalid size {s} at dim {i}"),
-                s => s as usize,
-            });
-        }
-        Ok(self.with_layout(self.layout().broadcast_to(&target)?))
-    }
-
-    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout().broadcast_to(shape)?))
-    }
-
-    pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
-        let dims = dims.iter().map(|&d| self.wrap_dim(d)).collect::<Result<Vec<_>>>()?;
-        Ok(self.with_layout(self.layout().flip(&dims)))
-    }
-
-    pub fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
-        let (a, b) = (self.wrap_dim(dim1)?, self.wrap_dim(dim2)?);
-        if a == b {
-            bail!(Runtime, "diagonal dimensions cannot be identical {dim1}, {dim2}");
-        }
-        Ok(self.with_layout(self.layout().diagonal(offset, a, b)))
-    }
-
-    pub fn unfold(&self, dim: i64, size: usize, step: usize) -> Result<Tensor> {
-        let d = self.wrap_dim(dim)?;
-        Ok(self.with_layout(self.layout().unfold(d, size, step)?))
-    }
-
-    /// `as_strided`, refused when it would reach outside the storage.
-    pub fn as_strided(&self, shape: &[usize], strides: &[isize], offset: Option<usize>) -> Result<Tensor> {
-        if shape.len() != strides.len() {
-            bail!(Runtime, "mismatch in length of strides and shape: {} vs {}", strides.len(), shape.len());
-        }
-        let offset = offset.unwrap_or(self.layout().offset());
-        let l = Layout::new(shape.to_vec(), strides.to_vec(), offset);
-        let (lo, hi) = l.span();
-        let available = self.storage().cpu().bytes() / self.dtype().size();
-        if lo < 0 || hi as usize > available {
-            bail!(Runtime, "setStorage: sizes {shape:?}, strides {strides:?}, storage offset {offset} require a storage of {hi} elements but it holds {available}");
-        }
-        Ok(self.with_layout(l))
-    }
-
     // ---- data movement ----
 
     pub fn contiguous(&self) -> Tensor {
         if self.is_contiguous() {
             return self.clone();
         }
-        let out = Tensor::uninit(self.shape(), self.dtype());
-        out.copy_from_unchecked(self);
-        out
+        self.copied("CloneBackward0", Tensor::uninit(self.shape(), self.dtype()))
     }
 
     /// A fresh contiguous copy, always (PyTorch's `clone`).
     pub fn deep_clone(&self) -> Tensor {
-        let out = Tensor::uninit_like(self.shape(), self.dtype(), Some(self));
-        out.copy_from_unchecked(self);
-        out
+        self.copied("CloneBackward0", Tensor::uninit_like(self.shape(), self.dtype(), Some(self)))
     }
 
+    /// Casts; float-to-float casts are differentiable (the gradient is cast back).
     pub fn to_dtype(&self, dtype: DType) -> Tensor {
         if dtype == self.dtype() {
             return self.clone();
         }
-        let out = Tensor::uninit_like(self.shape(), dtype, Some(self));
+        if !dtype.is_float() {
+            let out = Tensor::uninit_like(self.shape(), dtype, Some(self));
+            out.copy_from_unchecked(self);
+            return out;
+        }
+        self.copied("ToCopyBackward0", Tensor::uninit_like(self.shape(), dtype, Some(self)))
+    }
+
+    /// Copies this tensor into `out` (same shape), recording the copy: the gradient is the
+    /// output's, cast back to this tensor's dtype.
+    fn copied(&self, name: &'static str, out: Tensor) -> Tensor {
         out.copy_from_unchecked(self);
+        if autograd::needs_grad(&[self]) {
+            let dtype = self.dtype();
+            autograd::record(name, &[self], &[&out], &[], move |_, g| Ok(vec![Some(g[0].to_dtype(dtype))])).expect("recording a copy");
+        }
         out
     }
 
-    /// `self.copy_(src)`: broadcasts `src` and casts it to this tensor's dtype.
+    /// `self.copy_(src)`: broadcasts `src` and casts it to this tensor's dtype. Under autograd
+    /// the gradient of this tensor flows to `src` (summed over the broadcast dims).
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
-        let src = src.broadcast_to(self.shape())?;
-        self.copy_from_unchecked(&src);
-        self.bump_version();
-        Ok(())
+        autograd::inplace::in_place(
+            self,
+            &[src],
+            || {
+                let src = src.broadcast_to(self.shape())?;
+                self.copy_from_unchecked(&src);
+                self.bump_version();
+                Ok(())
+            },
+            || src.to_dtype(self.dtype()).broadcast_to(self.shape()),
+        )
     }
 
     fn copy_from_unchecked(&self, src: &Tensor) {

@@ -224,10 +224,12 @@ def _padding_idx(padding_idx, num_embeddings):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     """Rows of `weight` picked by `input`; with `max_norm`, the picked rows of `weight` whose
     norm exceeds it are first rescaled in place (as PyTorch does)."""
-    _padding_idx(padding_idx, weight.shape[0])
+    padding_idx = _padding_idx(padding_idx, weight.shape[0])
+    if scale_grad_by_freq and weight.requires_grad and ember.is_grad_enabled():
+        raise RuntimeError("derivative for embedding with scale_grad_by_freq=True is not implemented")
     if max_norm is not None:
         _C.embedding_renorm_(weight, input, max_norm, norm_type)
-    return _C.embedding(weight, input)
+    return _C.embedding(weight, input, padding_idx)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):

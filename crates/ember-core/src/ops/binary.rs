@@ -2,6 +2,7 @@
 //! and PyTorch's result-type rules for tensor/0-d tensor/Python-number operands.
 use super::map::{binary_into, ternary_into};
 use super::math::Real;
+use crate::autograd;
 use crate::bail;
 use crate::dtype::{Category, DType, Element};
 use crate::error::Result;
@@ -51,6 +52,18 @@ pub enum Operand<'a> {
 }
 
 impl Operand<'_> {
+    fn requires_grad(&self) -> bool {
+        matches!(self, Operand::Tensor(t) if t.requires_grad())
+    }
+
+    /// The operand as a tensor: itself, or a number as a 0-d tensor of `dtype`.
+    fn to_tensor(self, dtype: DType) -> Tensor {
+        match self {
+            Operand::Tensor(t) => t.clone(),
+            Operand::Scalar(s) => s.to_tensor(dtype),
+        }
+    }
+
     fn shape(&self) -> &[usize] {
         match self {
             Operand::Tensor(t) => t.shape(),
@@ -181,8 +194,21 @@ impl BinaryOp {
     }
 }
 
-/// `op(a, b)` into a fresh tensor.
+/// `op(a, b)` into a fresh tensor (recorded for autograd, see `grad::binary`).
 pub fn binary(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
+    if !(a.requires_grad() || b.requires_grad()) || !autograd::is_grad_enabled() {
+        return binary_kernel(op, a, b);
+    }
+    let y = {
+        let _untracked = autograd::no_grad();
+        binary_kernel(op, a, b)?
+    };
+    let (compute, _) = op.dtypes(result_type(&[a, b]))?;
+    super::grad::binary::record_binary(op, &a.to_tensor(compute), &b.to_tensor(compute), &y)?;
+    Ok(y)
+}
+
+fn binary_kernel(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
     let (x, y) = (a.materialize(compute, &shape)?, b.materialize(compute, &shape)?);
@@ -198,11 +224,23 @@ pub fn binary(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
 
 /// `op(a, b)` written into `out` (for `out=` and in-place ops, where `out` is `a`).
 pub fn binary_out(op: BinaryOp, a: Operand, b: Operand, out: &Tensor) -> Result<()> {
+    let operands: Vec<&Tensor> = [a, b].iter().filter_map(|o| match o {
+        Operand::Tensor(t) => Some(*t),
+        Operand::Scalar(_) => None,
+    }).collect();
+    if operands.iter().any(|t| out.is_alias_of(t)) {
+        return autograd::inplace::in_place(out, &operands, || binary_out_kernel(op, a, b, out), || binary(op, a, b));
+    }
+    autograd::inplace::check_out(out, &operands)?;
+    binary_out_kernel(op, a, b, out)
+}
+
+fn binary_out_kernel(op: BinaryOp, a: Operand, b: Operand, out: &Tensor) -> Result<()> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
     super::check_out(out, &shape, out_dtype)?;
     if out_dtype != out.dtype() {
-        return out.copy_(&binary(op, a, b)?);
+        return out.copy_(&binary_kernel(op, a, b)?);
     }
     let (x, y) = (a.materialize(compute, &shape)?, b.materialize(compute, &shape)?);
     check_int_divisor(op, &y)?;
@@ -359,6 +397,19 @@ fn int_pow(base: i64, exp: i64) -> i64 {
 
 /// `where(cond, a, b)`: picks from `a` where `cond` is true.
 pub fn where_(cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
+    if !(a.requires_grad() || b.requires_grad()) || !autograd::is_grad_enabled() {
+        return where_kernel(cond, a, b);
+    }
+    let y = {
+        let _untracked = autograd::no_grad();
+        where_kernel(cond, a, b)?
+    };
+    let dtype = result_type(&[a, b]);
+    super::grad::binary::record_where(cond, &a.to_tensor(dtype), &b.to_tensor(dtype), &y)?;
+    Ok(y)
+}
+
+fn where_kernel(cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
     if cond.dtype() != DType::Bool && cond.dtype() != DType::U8 {
         bail!(Type, "where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype());
     }
@@ -373,6 +424,11 @@ pub fn where_(cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
 
 /// `lerp(start, end, weight) = start + weight * (end - start)` (floats only, as in PyTorch).
 pub fn lerp(start: &Tensor, end: &Tensor, weight: Operand) -> Result<Tensor> {
+    let w = weight.to_tensor(start.dtype());
+    autograd::track(&[start, end, &w], || lerp_kernel(start, end, weight), |y| super::grad::binary::record_lerp(start, end, &w, y))
+}
+
+fn lerp_kernel(start: &Tensor, end: &Tensor, weight: Operand) -> Result<Tensor> {
     if !start.dtype().is_float() || start.dtype() != end.dtype() {
         bail!(Type, "lerp: expected start and end of one floating dtype, got {} and {}", start.dtype(), end.dtype());
     }

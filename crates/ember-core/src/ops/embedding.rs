@@ -27,8 +27,18 @@ fn checked_indices(indices: &Tensor, rows: usize, what: &str) -> Result<Vec<i64>
     Ok(idx)
 }
 
-/// `weight[indices]`: a tensor of shape `indices.shape + [embedding_dim]`.
-pub fn embedding(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
+/// `weight[indices]`: a tensor of shape `indices.shape + [embedding_dim]`. Under autograd the
+/// rows at `padding_idx` receive no gradient.
+pub fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: Option<i64>) -> Result<Tensor> {
+    if !crate::autograd::needs_grad(&[weight]) {
+        return lookup(weight, indices);
+    }
+    check_weight(weight)?;
+    checked_indices(indices, weight.shape()[0], "indices")?;
+    super::grad::nn::embedding(weight, indices, padding_idx, lookup)
+}
+
+fn lookup(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
     let (rows, dim) = check_weight(weight)?;
     let idx = checked_indices(indices, rows, "indices")?;
     let mut shape = indices.shape().to_vec();
@@ -133,6 +143,10 @@ pub fn embedding_bag(
     include_last_offset: bool,
     padding_idx: Option<i64>,
 ) -> Result<Tensor> {
+    crate::autograd::not_implemented("embedding_bag", &[weight])?;
+    if let Some(p) = per_sample_weights {
+        crate::autograd::not_implemented("embedding_bag", &[p])?;
+    }
     let (rows, dim) = check_weight(weight)?;
     if indices.ndim() != 1 || offsets.ndim() != 1 {
         bail!(Value, "input has to be 1D Tensor when offsets is given, and offsets has to be a 1D Tensor");

@@ -1,7 +1,9 @@
 //! Indexing kernels: advanced (NumPy) indexing get/put, gather/scatter, index_*, masked_*,
 //! take, nonzero, tril/triu. Every index is checked (and wrapped where PyTorch wraps) into a
 //! fresh int64 tensor before a kernel reads or writes through it.
+use super::binary::{binary, BinaryOp, Operand};
 use super::map::{binary_into, ternary_into, unary_into, Ptr};
+use crate::autograd::{self, LinearFn};
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -12,6 +14,7 @@ use crate::tensor::Tensor;
 use crate::with_dtype;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Binds `$T` to an unsigned type of `$size` bytes, for kernels that only move elements.
 macro_rules! with_width {
@@ -213,8 +216,24 @@ fn move_blocks<T: Copy + Send + Sync>(
     }
 }
 
-/// `x[indices]` for advanced indices `(dim, integer tensor)` on distinct increasing dims.
+/// `x[indices]` for advanced indices `(dim, integer tensor)` on distinct increasing dims. Its
+/// derivative adds the gradient into zeros at the same indices.
 pub fn index(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
+    if !autograd::needs_grad(&[x]) {
+        return gather_indexed(x, indices);
+    }
+    let (shape, ind) = (x.shape().to_vec(), Arc::new(indices.to_vec()));
+    let i = ind.clone();
+    let map: LinearFn = Arc::new(move |t: &Tensor| gather_indexed(t, &i));
+    let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
+        let z = Tensor::zeros(&shape, g.dtype());
+        put(&z, &ind, g, true)?;
+        Ok(z)
+    });
+    autograd::linear(["IndexBackward0", "IndexPutBackward0"], x, map, adjoint)
+}
+
+fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
     let plan = IndexPlan::new(x, indices)?;
     let out = Tensor::uninit(&plan.out_shape, x.dtype());
     let work = out.permute(&plan.to_work)?;
@@ -235,7 +254,38 @@ pub fn index(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
 }
 
 /// `x[indices] = values` (or `+=` with `accumulate`), `values` broadcast to the indexing result.
+/// Under autograd, `x`'s gradient passes except where it was overwritten, and `values` receive
+/// the gradient at the indices.
 pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool) -> Result<()> {
+    autograd::inplace::in_place(x, &[values], || put(x, indices, values, accumulate), || {
+        let fresh = {
+            let _raw = autograd::no_grad();
+            let c = x.deep_clone();
+            put(&c, indices, values, accumulate)?;
+            c
+        };
+        let keep = if accumulate {
+            None
+        } else {
+            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype());
+            put(&k, indices, &Tensor::scalar(0i64).to_dtype(x.dtype()), false)?;
+            Some(k)
+        };
+        let ind = indices.to_vec();
+        autograd::record("IndexPutBackward0", &[x, values], &[&fresh], &[], move |ctx, g| {
+            let gx = match (&keep, ctx.needs_input_grad(0)) {
+                (_, false) => None,
+                (None, true) => Some(g[0].clone()),
+                (Some(k), true) => Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(k))?),
+            };
+            let gv = if ctx.needs_input_grad(1) { Some(index(&g[0], &ind)?) } else { None };
+            Ok(vec![gx, gv])
+        })?;
+        Ok(fresh)
+    })
+}
+
+fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool) -> Result<()> {
     let plan = IndexPlan::new(x, indices)?;
     let values = values.to_dtype(x.dtype());
     let values = values.broadcast_to(&plan.out_shape).map_err(|_| {
@@ -390,8 +440,34 @@ fn as_rank(t: &Tensor, rank: usize) -> (Vec<usize>, Vec<isize>) {
     }
 }
 
-/// `out[..., j, ...] = x[..., index[..., j, ...], ...]` along `dim` (PyTorch's `gather`).
+/// `out[..., j, ...] = x[..., index[..., j, ...], ...]` along `dim` (PyTorch's `gather`). Its
+/// derivative adds the gradient into zeros at the gathered positions.
 pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    if !autograd::needs_grad(&[x]) {
+        return gather_kernel(x, dim, index);
+    }
+    let (shape, i, j) = (x.shape().to_vec(), index.clone(), index.clone());
+    let map: LinearFn = Arc::new(move |t: &Tensor| gather_kernel(t, dim, &i));
+    let adjoint: LinearFn = Arc::new(move |g: &Tensor| scatter_zeros(g, dim, &j, &shape));
+    autograd::linear(["GatherBackward0", "ScatterAddBackward0"], x, map, adjoint)
+}
+
+/// Zeros of `shape` with `g` added at `index` along `dim`: the derivative of `gather` (and of
+/// every op that picks one element per output along a dim: max, sort, topk, ...).
+pub fn gather_adjoint(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let (shape, i, j) = (shape.to_vec(), index.clone(), index.clone());
+    let map: LinearFn = Arc::new(move |g: &Tensor| scatter_zeros(g, dim, &i, &shape));
+    let adjoint: LinearFn = Arc::new(move |t: &Tensor| gather_kernel(t, dim, &j));
+    autograd::linear(["ScatterAddBackward0", "GatherBackward0"], g, map, adjoint)
+}
+
+fn scatter_zeros(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let z = Tensor::zeros(shape, g.dtype());
+    scatter_kernel(&z, dim, index, g, Reduce::Sum, true)?;
+    Ok(z)
+}
+
+fn gather_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = x.wrap_dim(dim)?;
     check_index_shape("gather", x, index, d, None)?;
     let size = x.shape().get(d).copied().unwrap_or(1);
@@ -417,7 +493,43 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
 /// `self[..., index[..., j, ...], ...] (op)= src[..., j, ...]` along `dim`, in place. With
 /// `include_self=False` every destination that receives a value starts from the op's identity;
 /// `Mean` divides by the number of values that met there (floor division for integers).
+///
+/// Under autograd (`Assign` and `Sum` only): `x`'s gradient passes except where assignment
+/// overwrote it, and `src` receives the gradient gathered at `index`.
 pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+    autograd::inplace::in_place(x, &[src], || scatter_kernel(x, dim, index, src, op, include_self), || {
+        if !matches!(op, Reduce::Assign | Reduce::Sum) || !include_self {
+            bail!(Runtime, "derivative for scatter_reduce with reduce={op:?} and include_self={include_self} is not implemented");
+        }
+        let fresh = {
+            let _raw = autograd::no_grad();
+            let c = x.deep_clone();
+            scatter_kernel(&c, dim, index, src, op, include_self)?;
+            c
+        };
+        let keep = if op == Reduce::Assign {
+            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype());
+            scatter_kernel(&k, dim, index, &Tensor::zeros(&[], x.dtype()).broadcast_to(index.shape())?, Reduce::Assign, true)?;
+            Some(k)
+        } else {
+            None
+        };
+        let idx = index.clone();
+        let name = if op == Reduce::Assign { "ScatterBackward0" } else { "ScatterAddBackward0" };
+        autograd::record(name, &[x, src], &[&fresh], &[], move |ctx, g| {
+            let gx = match (&keep, ctx.needs_input_grad(0)) {
+                (_, false) => None,
+                (None, true) => Some(g[0].clone()),
+                (Some(k), true) => Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(k))?),
+            };
+            let gs = if ctx.needs_input_grad(1) { Some(gather(&g[0], dim, &idx)?) } else { None };
+            Ok(vec![gx, gs])
+        })?;
+        Ok(fresh)
+    })
+}
+
+fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
     let d = x.wrap_dim(dim)?;
     check_index_shape("scatter", x, index, d, Some(src))?;
     if src.ndim() != index.ndim() {
@@ -464,7 +576,7 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
 fn divide_by_counts(x: &Tensor, d: usize, idx: &Tensor, include_self: bool) -> Result<()> {
     let counts = super::creation::full(x.shape(), super::binary::Scalar::Int(include_self as i64), DType::I64);
     let ones = Tensor::scalar(1i64).broadcast_to(idx.shape())?;
-    scatter_(&counts, d as i64, idx, &ones, Reduce::Sum, true)?;
+    scatter_kernel(&counts, d as i64, idx, &ones, Reduce::Sum, true)?;
     with_dtype!(x.dtype(), T, binary_into::<T, i64, T>(x, &counts, x, |v, c| match c {
         0 => v,
         c if T::DTYPE.is_float() => T::from_f64(v.to_f64() / c as f64),
@@ -511,7 +623,7 @@ pub fn index_add_or_copy_(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor,
     check_index_source(op, x, d, index, source)?;
     let x1 = at_least_1d(x);
     let src = if x.ndim() == 0 { source.reshape(&[-1])? } else { source.clone() };
-    index_put(&x1, &[(d, at_least_1d(index))], &src, accumulate).map(|_| x.bump_version())
+    index_put(&x1, &[(d, at_least_1d(index))], &src, accumulate)
 }
 
 /// `index_fill_`: every slice of `x` named by `index` along `dim` becomes `value` (a 0-d tensor).
@@ -527,7 +639,7 @@ pub fn index_fill_(x: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Resu
         bail!(Runtime, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
     }
     let x1 = at_least_1d(x);
-    index_put(&x1, &[(d, at_least_1d(index))], value, false).map(|_| x.bump_version())
+    index_put(&x1, &[(d, at_least_1d(index))], value, false)
 }
 
 /// `index_select`: the slices of `x` named by a 0-d or 1-d `index` along `dim`.
@@ -559,6 +671,21 @@ pub fn take(x: &Tensor, positions: &Tensor) -> Result<Tensor> {
     index(&x.reshape(&[-1])?, &[(0, positions.clone())])
 }
 
+/// The derivative of `take(x, positions)` for `x` of `shape`: zeros of `shape` with `g` added
+/// at `positions` (which must be in range).
+pub fn take_adjoint(g: &Tensor, positions: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let n = crate::layout::numel(shape) as i64;
+    let size: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let (p, q) = (positions.clone(), positions.clone());
+    let map: LinearFn = Arc::new(move |g: &Tensor| {
+        let z = Tensor::zeros(&[n as usize], g.dtype());
+        put(&z, &[(0, p.clone())], g, true)?;
+        z.reshape(&size)
+    });
+    let adjoint: LinearFn = Arc::new(move |t: &Tensor| gather_indexed(&t.reshape(&[-1])?, &[(0, q.clone())]));
+    autograd::linear(["TakeBackwardBackward0", "TakeBackward0"], g, map, adjoint)
+}
+
 fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {
     if mask.dtype() != DType::Bool {
         bail!(Runtime, "{op} only supports boolean masks, but got mask with dtype {}", mask.dtype());
@@ -568,6 +695,14 @@ fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {
 
 /// `masked_fill` into `out` (which may be `x` itself): `value` where `mask`, else `x`.
 pub fn masked_fill_into(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<()> {
+    if out.is_alias_of(x) {
+        return autograd::inplace::in_place(out, &[value], || masked_fill_kernel(x, mask, value, out), || masked_fill(x, mask, value));
+    }
+    autograd::inplace::check_out(out, &[x, value])?;
+    masked_fill_kernel(x, mask, value, out)
+}
+
+fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<()> {
     check_bool_mask("masked_fill_", mask)?;
     if value.ndim() != 0 {
         bail!(Runtime, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
@@ -581,9 +716,12 @@ pub fn masked_fill_into(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor)
 
 /// `masked_fill`: a fresh tensor of `x`'s dtype and the broadcast shape of `x` and `mask`.
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
-    let out = Tensor::uninit(&broadcast_shapes(x.shape(), mask.shape())?, x.dtype());
-    masked_fill_into(x, mask, value, &out)?;
-    Ok(out)
+    let kernel = || {
+        let out = Tensor::uninit(&broadcast_shapes(x.shape(), mask.shape())?, x.dtype());
+        masked_fill_kernel(x, mask, value, &out)?;
+        Ok(out)
+    };
+    autograd::track(&[x, value], kernel, |y| super::grad::index::record_masked_fill(x, mask, value, y))
 }
 
 /// The coordinates (one int64 row per element) of every non-zero element, in row-major order.
@@ -645,8 +783,26 @@ pub fn nonzero(x: &Tensor) -> Tensor {
 /// `masked_select`: the elements of `x` where `mask` (both broadcast), as a 1-d tensor in
 /// row-major order. Chunks count their selected elements in parallel, then copy them to their
 /// prefix offsets.
+///
+/// Its derivative writes the gradient back at the selected positions (then sums it over the
+/// dims `mask` broadcast `x` along).
 pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     check_bool_mask("masked_select:", mask)?;
+    if !autograd::needs_grad(&[x]) {
+        return masked_select_kernel(x, mask);
+    }
+    let shape = broadcast_shapes(x.shape(), mask.shape())?;
+    let (m, n) = (mask.broadcast_to(&shape)?, mask.broadcast_to(&shape)?);
+    let map: LinearFn = Arc::new(move |t: &Tensor| masked_select_kernel(t, &m));
+    let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
+        let z = Tensor::zeros(n.shape(), g.dtype());
+        masked_scatter_(&z, &n, g)?;
+        Ok(z)
+    });
+    autograd::linear(["MaskedSelectBackward0", "MaskedScatterBackward0"], &x.broadcast_to(&shape)?, map, adjoint)
+}
+
+fn masked_select_kernel(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(x.shape(), mask.shape())?;
     let (xs, ms) = (x.broadcast_to(&shape)?.contiguous(), mask.broadcast_to(&shape)?.contiguous());
     let n = xs.numel();
@@ -690,7 +846,7 @@ pub fn masked_scatter_(x: &Tensor, mask: &Tensor, source: &Tensor) -> Result<()>
     }
     let values = source.reshape(&[-1])?.narrow(0, 0, count as i64)?;
     let x1 = at_least_1d(x);
-    index_put(&x1, &coordinate_columns(&coords, x1.ndim()), &values, false).map(|_| x.bump_version())
+    index_put(&x1, &coordinate_columns(&coords, x1.ndim()), &values, false)
 }
 
 /// The columns of a `nonzero` result as advanced indices on dims `0..ndim` (a 0-d tensor's
@@ -705,6 +861,14 @@ fn coordinate_columns(coords: &Tensor, ndim: usize) -> Vec<(usize, Tensor)> {
 /// `tril` (`upper = false`) or `triu` of the last two dims into `out` (which may be `x`): keeps
 /// the elements on and below (above) the `diagonal`-th diagonal, zeroes the rest.
 pub fn tri_into(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
+    if out.is_alias_of(x) {
+        return autograd::inplace::in_place(out, &[], || tri_kernel(x, diagonal, upper, out), || tri(x, diagonal, upper));
+    }
+    autograd::inplace::check_out(out, &[x])?;
+    tri_kernel(x, diagonal, upper, out)
+}
+
+fn tri_kernel(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
     if x.ndim() < 2 {
         bail!(Runtime, "{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" });
     }
@@ -727,9 +891,12 @@ pub fn tri_into(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<
 
 /// `tril`/`triu` into a fresh tensor.
 pub fn tri(x: &Tensor, diagonal: i64, upper: bool) -> Result<Tensor> {
-    let out = Tensor::uninit(x.shape(), x.dtype());
-    tri_into(x, diagonal, upper, &out)?;
-    Ok(out)
+    let kernel = || {
+        let out = Tensor::uninit(x.shape(), x.dtype());
+        tri_kernel(x, diagonal, upper, &out)?;
+        Ok(out)
+    };
+    autograd::track(&[x], kernel, |y| super::grad::index::record_tri(x, diagonal, upper, y))
 }
 
 #[cfg(test)]

@@ -10,10 +10,14 @@ use crate::tensor::Tensor;
 /// `cat`: joins along `dim`. As in PyTorch, 1-d empty tensors are skipped (legacy behaviour),
 /// and the result dtype is the promotion of every input's.
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
-    let (shape, dtype) = cat_shape(tensors, dim)?;
-    let out = Tensor::uninit(&shape, dtype);
-    cat_into(tensors, dim, &out)?;
-    Ok(out)
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    let kernel = || {
+        let (shape, dtype) = cat_shape(tensors, dim)?;
+        let out = Tensor::uninit(&shape, dtype);
+        cat_kernel(tensors, dim, &out)?;
+        Ok(out)
+    };
+    crate::autograd::track(&refs, kernel, |y| super::grad::index::record_cat(&refs, wrap_dim(dim, y.ndim())?, y))
 }
 
 /// The result shape and dtype of `cat`, with every input checked.
@@ -52,6 +56,11 @@ fn is_legacy_empty(t: &Tensor) -> bool {
 
 /// `cat` into `out` (already shaped by `cat_shape`), each input cast into its slice.
 pub fn cat_into(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<()> {
+    crate::autograd::inplace::check_out(out, &tensors.iter().collect::<Vec<_>>())?;
+    cat_kernel(tensors, dim, out)
+}
+
+fn cat_kernel(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<()> {
     let (shape, dtype) = cat_shape(tensors, dim)?;
     super::check_out(out, &shape, dtype)?;
     let kept: Vec<&Tensor> = tensors.iter().filter(|t| !is_legacy_empty(t)).collect();
@@ -172,11 +181,15 @@ pub fn unbind(x: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
 /// `roll`: elements shifted along each of `dims` by the matching shift, wrapping around; with
 /// no dims the flattened tensor is rolled and the shape restored.
 pub fn roll(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    crate::autograd::track(&[x], || roll_kernel(x, shifts, dims), |y| super::grad::index::record_roll(x, shifts, dims, y))
+}
+
+fn roll_kernel(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     if dims.is_empty() {
         if shifts.len() != 1 {
             bail!(Runtime, "shifts and dimensions must align. shifts: {}, dims:0", shifts.len());
         }
-        let flat = roll(&x.reshape(&[-1])?, shifts, &[0])?;
+        let flat = roll_kernel(&x.reshape(&[-1])?, shifts, &[0])?;
         return flat.reshape(&x.shape().iter().map(|&s| s as i64).collect::<Vec<_>>());
     }
     if shifts.len() != dims.len() {
@@ -205,6 +218,10 @@ fn roll_one(x: &Tensor, shift: i64, d: usize) -> Result<Tensor> {
 /// `repeat`: `x` tiled `repeats[k]` times along each dim (leading repeats add dims). One
 /// strided copy: the result viewed as `[r0, s0, r1, s1, ...]` receives `x` broadcast over the r's.
 pub fn repeat(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
+    crate::autograd::track(&[x], || repeat_kernel(x, repeats), |y| super::grad::index::record_repeat(x, repeats, y))
+}
+
+fn repeat_kernel(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     if repeats.len() < x.ndim() {
         bail!(Runtime, "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
     }

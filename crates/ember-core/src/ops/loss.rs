@@ -46,6 +46,24 @@ fn expected_target(ish: &[usize]) -> String {
 /// `nll_loss` and the total weight of the targets that counted (PyTorch returns both; the
 /// mean reduction divides by it, and label smoothing needs it too).
 pub fn nll_loss(input: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: Reduction, ignore_index: i64) -> Result<(Tensor, Tensor)> {
+    crate::autograd::track(&[input], || nll_loss_kernel(input, target, weight, reduction, ignore_index), |(loss, total)| {
+        let (coef, safe) = coefficients(target, weight, reduction, ignore_index, total.item_f64()?)?;
+        super::grad::nn::record_nll_loss(input, coef.to_dtype(input.dtype()), safe, loss)
+    })
+}
+
+/// For the derivative: each target's `-weight[target]` (0 when ignored; over the total weight
+/// for the mean), and the targets with ignored ones replaced by class 0.
+fn coefficients(target: &Tensor, weight: Option<&Tensor>, reduction: Reduction, ignore_index: i64, total: f64) -> Result<(Tensor, Tensor)> {
+    let w = weight.map(|w| w.to_dtype(DType::F64).contiguous().to_vec::<f64>()).transpose()?;
+    let t = target.contiguous().to_vec::<i64>()?;
+    let scale = if reduction == Reduction::Mean { 1.0 / total } else { 1.0 };
+    let coef: Vec<f64> = t.iter().map(|&c| if c == ignore_index { 0.0 } else { -w.as_ref().map_or(1.0, |w| w[c as usize]) * scale }).collect();
+    let safe: Vec<i64> = t.iter().map(|&c| if c == ignore_index { 0 } else { c }).collect();
+    Ok((Tensor::from_vec(coef, target.shape())?, Tensor::from_vec(safe, target.shape())?))
+}
+
+fn nll_loss_kernel(input: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: Reduction, ignore_index: i64) -> Result<(Tensor, Tensor)> {
     if !input.dtype().is_float() {
         bail!(Runtime, "\"nll_loss\" not implemented for '{}'", input.dtype().legacy_name());
     }

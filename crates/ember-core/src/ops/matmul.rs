@@ -94,6 +94,10 @@ fn bmm_fresh(a: &Tensor, b: &Tensor) -> Tensor {
 }
 
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    crate::autograd::track(&[a, b], || mm_kernel(a, b), |y| super::grad::matmul::record_mm(a, b, y))
+}
+
+fn mm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     check_dtypes("mm", a, b)?;
     if a.ndim() != 2 || b.ndim() != 2 {
         bail!(Runtime, "mm: expected 2-D tensors, but got {}-D and {}-D", a.ndim(), b.ndim());
@@ -105,6 +109,10 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    crate::autograd::track(&[a, b], || bmm_kernel(a, b), |y| super::grad::matmul::record_bmm(a, b, y))
+}
+
+fn bmm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     check_dtypes("bmm", a, b)?;
     if a.ndim() != 3 || b.ndim() != 3 {
         bail!(Runtime, "batch1 and batch2 must be 3D tensors, got {}-D and {}-D", a.ndim(), b.ndim());
@@ -117,6 +125,10 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// `torch.matmul`: dot, matrix-vector, matrix-matrix and broadcast batched products.
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    crate::autograd::track(&[a, b], || matmul_kernel(a, b), |y| super::grad::matmul::record_matmul(a, b, y))
+}
+
+fn matmul_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     check_dtypes("matmul", a, b)?;
     let (da, db) = (a.ndim(), b.ndim());
     if da == 0 || db == 0 {
@@ -150,6 +162,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// `beta·input + alpha·(a @ b)` for 2-d `a`, `b` (`addmm`) or 3-d (`baddbmm`).
 pub fn addmm(input: &Tensor, a: &Tensor, b: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
     use super::binary::{binary, BinaryOp::*, Operand::*, Scalar::Float};
+    // Composed of recorded ops, so autograd needs nothing of its own here.
     let prod = if a.ndim() == 3 { bmm(a, b)? } else { mm(a, b)? };
     let prod = if alpha != 1.0 { binary(Mul, Tensor(&prod), Scalar(Float(alpha)))? } else { prod };
     if beta == 0.0 {

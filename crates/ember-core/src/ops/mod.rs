@@ -4,6 +4,7 @@ pub mod conv;
 mod conv_direct;
 pub mod creation;
 pub mod embedding;
+pub(crate) mod grad;
 pub mod index;
 pub mod join;
 pub mod loss;
@@ -19,6 +20,7 @@ pub mod resize;
 pub mod scan;
 pub mod sort;
 pub mod unary;
+pub mod view;
 
 use crate::bail;
 use crate::dtype::{Category, DType};

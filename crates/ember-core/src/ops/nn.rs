@@ -190,6 +190,10 @@ const COLS: usize = 64;
 
 /// `softmax` (or `log_softmax`) of `x` along `dim`, in `x`'s (float) dtype.
 pub fn softmax(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
+    crate::autograd::track(&[x], || softmax_kernel(x, dim, log), |y| super::grad::nn::record_softmax(x, x.wrap_dim(dim)?, log, y))
+}
+
+fn softmax_kernel(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
     check_float(x, if log { "log_softmax_lastdim_kernel_impl" } else { "softmax_lastdim_kernel_impl" })?;
     let d = x.wrap_dim(dim)?;
     let out = Tensor::uninit(x.shape(), x.dtype());
@@ -257,6 +261,18 @@ fn shape_str(s: &[usize]) -> String {
 }
 
 pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    let inputs = operands(x, weight, bias);
+    crate::autograd::track(&inputs, || layer_norm_kernel(x, normalized_shape, weight, bias, eps), |y| {
+        super::grad::nn::record_layer_norm(x, normalized_shape.len(), weight, bias, eps, y)
+    })
+}
+
+/// The tensors a normalisation differentiates: input, weight, bias.
+fn operands<'a>(x: &'a Tensor, weight: Option<&'a Tensor>, bias: Option<&'a Tensor>) -> Vec<&'a Tensor> {
+    std::iter::once(x).chain(weight).chain(bias).collect()
+}
+
+fn layer_norm_kernel(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
     check_float(x, "LayerNormKernelImpl")?;
     let k = normalized_shape.len();
     if k == 0 {
@@ -366,6 +382,12 @@ fn scale_shift(mean: &[f64], var: &[f64], eps: f64, w: &Option<Vec<f64>>, b: &Op
 }
 
 pub fn group_norm(x: &Tensor, groups: usize, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    crate::autograd::track(&operands(x, weight, bias), || group_norm_kernel(x, groups, weight, bias, eps), |y| {
+        super::grad::nn::record_group_norm(x, groups, weight, bias, eps, y)
+    })
+}
+
+fn group_norm_kernel(x: &Tensor, groups: usize, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
     check_float(x, "GroupNormKernelImpl")?;
     let (n, c, _) = channels(x, "group_norm")?;
     if groups == 0 || c % groups != 0 {
@@ -431,8 +453,24 @@ fn combine_over_batch(mean: &[f64], var: &[f64], n: usize, c: usize) -> (Vec<f64
         .unzip()
 }
 
-#[allow(clippy::too_many_arguments)]
 pub fn batch_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<Tensor> {
+    let stats = (!training).then(|| running.as_ref().map(|r| (r.mean.clone(), r.var.clone()))).flatten();
+    crate::autograd::track(&operands(x, weight, bias), || batch_norm_kernel(x, running, weight, bias, training, momentum, eps), |y| {
+        let stats = stats.map(|(m, v)| frozen_stats(&m, &v, eps)).transpose()?;
+        super::grad::nn::record_batch_norm(x, weight, bias, eps, stats, y)
+    })
+}
+
+/// Running statistics as used by an evaluation step: the mean and `1/sqrt(var + eps)`, copied
+/// (later training steps update the running tensors in place).
+fn frozen_stats(mean: &Tensor, var: &Tensor, eps: f64) -> Result<(Tensor, Tensor)> {
+    let _untracked = crate::autograd::no_grad();
+    let v = super::binary::binary(super::binary::BinaryOp::Add, super::binary::Operand::Tensor(var), super::binary::Operand::Scalar(super::binary::Scalar::Float(eps)))?;
+    Ok((mean.reshape(&[-1])?.deep_clone(), super::unary::unary(super::unary::UnaryOp::Rsqrt, &v)?.reshape(&[-1])?))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<Tensor> {
     check_float(x, "batch_norm")?;
     let (n, c, s) = channels(x, "batch_norm")?;
     let (w, b) = (per_channel(weight, c, "weight")?, per_channel(bias, c, "bias")?);
@@ -463,8 +501,16 @@ pub fn batch_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>,
     Ok(affine(&xc, &per_row(&scale), &per_row(&shift)))
 }
 
-#[allow(clippy::too_many_arguments)]
 pub fn instance_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, use_input_stats: bool, momentum: f64, eps: f64) -> Result<Tensor> {
+    let stats = (!use_input_stats).then(|| running.as_ref().map(|r| (r.mean.clone(), r.var.clone()))).flatten();
+    crate::autograd::track(&operands(x, weight, bias), || instance_norm_kernel(x, running, weight, bias, use_input_stats, momentum, eps), |y| match stats {
+        Some((m, v)) => super::grad::nn::record_batch_norm(x, weight, bias, eps, Some(frozen_stats(&m, &v, eps)?), y),
+        None => super::grad::nn::record_instance_norm(x, weight, bias, eps, y),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn instance_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, use_input_stats: bool, momentum: f64, eps: f64) -> Result<Tensor> {
     check_float(x, "instance_norm")?;
     let (n, c, s) = channels(x, "instance_norm")?;
     let (w, b) = (per_channel(weight, c, "weight")?, per_channel(bias, c, "bias")?);

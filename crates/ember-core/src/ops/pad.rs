@@ -93,6 +93,10 @@ fn check(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Vec<(i64, i64)>> 
 /// `torch.nn.functional.pad(input, pad, mode, value)`: `pad` lists (left, right) pairs from the
 /// last dim backwards.
 pub fn pad(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
+    crate::autograd::track(&[input], || pad_kernel(input, pad, mode), |y| super::grad::pool::record_pad(input, pad, mode, y))
+}
+
+fn pad_kernel(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
     let pads = check(input, pad, mode)?;
     if input.ndim() == 0 {
         return Ok(input.deep_clone());

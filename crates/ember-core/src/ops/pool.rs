@@ -292,6 +292,11 @@ fn run_mean(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], d
 
 /// `max_pool{1,2,3}d` with indices: (values, flat index of each maximum within its input plane).
 pub fn max_pool(input: &Tensor, dims: usize, args: &WindowArgs) -> Result<(Tensor, Tensor)> {
+    let name = ["MaxPool1DWithIndicesBackward0", "MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0"][dims.clamp(1, 3) - 1];
+    crate::autograd::track(&[input], || max_pool_kernel(input, dims, args), |(v, i)| super::grad::pool::record_max_pool(name, input, dims, v, i))
+}
+
+fn max_pool_kernel(input: &Tensor, dims: usize, args: &WindowArgs) -> Result<(Tensor, Tensor)> {
     let op = format!("max_pool{dims}d");
     let (planes, spatial) = planes(&op, input, dims)?;
     let axes = three(window_axes(&op, &spatial, args, dims)?);
@@ -299,7 +304,28 @@ pub fn max_pool(input: &Tensor, dims: usize, args: &WindowArgs) -> Result<(Tenso
 }
 
 /// `avg_pool{1,2,3}d`; `args.dilation` must be `[1]`.
+///
+/// Its derivative: average pooling is separable (the divisor is a product of per-dim counts),
+/// so the gradient applies each dim's 1-d pooling matrix, transposed.
 pub fn avg_pool(input: &Tensor, dims: usize, args: &WindowArgs, count_include_pad: bool, divisor_override: Option<i64>) -> Result<Tensor> {
+    crate::autograd::track(&[input], || avg_pool_kernel(input, dims, args, count_include_pad, divisor_override), |y| {
+        let spatial = &input.shape()[input.ndim() - dims..];
+        let pick = |v: &[i64], i: usize| if v.len() == 1 { v[0] } else { v[i] };
+        let matrices = (0..dims)
+            .map(|i| {
+                let k = [pick(args.kernel_size, i)];
+                let s = [if args.stride.is_empty() { k[0] } else { pick(args.stride, i) }];
+                let a = WindowArgs { kernel_size: &k, stride: &s, padding: &[pick(args.padding, i)], dilation: &[1], ceil_mode: args.ceil_mode };
+                super::grad::pool::matrix_of(spatial[i], input.dtype(), |b| avg_pool_kernel(b, 1, &a, count_include_pad, divisor_override.map(|_| 1)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let factor = divisor_override.map_or(1.0, |d| 1.0 / d as f64);
+        let name = ["AvgPool1DBackward0", "AvgPool2DBackward0", "AvgPool3DBackward0"][dims.clamp(1, 3) - 1];
+        super::grad::pool::record_separable(name, input, matrices, factor, y)
+    })
+}
+
+fn avg_pool_kernel(input: &Tensor, dims: usize, args: &WindowArgs, count_include_pad: bool, divisor_override: Option<i64>) -> Result<Tensor> {
     let op = format!("avg_pool{dims}d");
     let (planes, spatial) = planes(&op, input, dims)?;
     let divisor = match divisor_override {
@@ -315,6 +341,17 @@ pub fn avg_pool(input: &Tensor, dims: usize, args: &WindowArgs, count_include_pa
 
 /// `adaptive_avg_pool{1,2,3}d`; `None` in `output_size` keeps that dim's input size.
 pub fn adaptive_avg_pool(input: &Tensor, dims: usize, output_size: &[Option<i64>]) -> Result<Tensor> {
+    crate::autograd::track(&[input], || adaptive_avg_pool_kernel(input, dims, output_size), |y| {
+        let (n, first) = (input.ndim(), input.ndim() - dims);
+        let matrices = (0..dims)
+            .map(|i| super::grad::pool::matrix_of(input.shape()[first + i], input.dtype(), |b| adaptive_avg_pool_kernel(b, 1, &[Some(y.shape()[n - dims + i] as i64)])))
+            .collect::<Result<Vec<_>>>()?;
+        let name = ["AdaptiveAvgPool1DBackward0", "AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool3DBackward0"][dims.clamp(1, 3) - 1];
+        super::grad::pool::record_separable(name, input, matrices, 1.0, y)
+    })
+}
+
+fn adaptive_avg_pool_kernel(input: &Tensor, dims: usize, output_size: &[Option<i64>]) -> Result<Tensor> {
     let op = format!("adaptive_avg_pool{dims}d");
     let (planes, spatial) = planes(&op, input, dims)?;
     let axes = three(adaptive_axes(&op, &spatial, output_size, dims)?);
@@ -323,6 +360,11 @@ pub fn adaptive_avg_pool(input: &Tensor, dims: usize, output_size: &[Option<i64>
 
 /// `adaptive_max_pool{1,2,3}d` with indices.
 pub fn adaptive_max_pool(input: &Tensor, dims: usize, output_size: &[Option<i64>]) -> Result<(Tensor, Tensor)> {
+    let name = ["AdaptiveMaxPool1DBackward0", "AdaptiveMaxPool2DBackward0", "AdaptiveMaxPool3DBackward0"][dims.clamp(1, 3) - 1];
+    crate::autograd::track(&[input], || adaptive_max_pool_kernel(input, dims, output_size), |(v, i)| super::grad::pool::record_max_pool(name, input, dims, v, i))
+}
+
+fn adaptive_max_pool_kernel(input: &Tensor, dims: usize, output_size: &[Option<i64>]) -> Result<(Tensor, Tensor)> {
     let op = format!("adaptive_max_pool{dims}d");
     let (planes, spatial) = planes(&op, input, dims)?;
     let axes = three(adaptive_axes(&op, &spatial, output_size, dims)?);

@@ -65,7 +65,25 @@ pub fn out_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Vec<usize> {
         .collect()
 }
 
+/// `x` summed down to `shape`, which `x`'s shape is a broadcast of: the gradient of a
+/// broadcast input.
+pub fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let lead = x.ndim() - shape.len();
+    let dims: Vec<i64> = (0..x.ndim()).filter(|&d| d < lead || (shape[d - lead] == 1 && x.shape()[d] != 1)).map(|d| d as i64).collect();
+    if dims.is_empty() {
+        return if x.shape() == shape { Ok(x.clone()) } else { x.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>()) };
+    }
+    let summed = reduce(ReduceOp::Sum, x, Some(&dims), true, None)?;
+    summed.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
+}
+
 pub fn reduce(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    crate::autograd::track(&[x], || reduce_kernel(op, x, dims, keepdim, dtype), |y| {
+        super::grad::reduce::record_reduce(op, x, reduced_dims(dims, x.ndim())?, keepdim, y, dims.is_none_or(|d| d.is_empty()))
+    })
+}
+
+fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     use ReduceOp::*;
     let mask = reduced_dims(dims, x.ndim())?;
     let count: usize = x.shape().iter().zip(&mask).filter(|p| *p.1).map(|p| *p.0).product();
@@ -335,6 +353,13 @@ unsafe fn accumulate_any<T: Copy, A: Copy>(acc: &mut [A], p: *const T, load: &im
 /// `max`/`min` along one dim with the index of the first extreme (NaN counts as the extreme).
 /// `dim = None` reduces the flattened tensor.
 pub fn arg_reduce(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> Result<(Tensor, Tensor)> {
+    crate::autograd::track(&[x], || arg_reduce_kernel(x, dim, keepdim, max), |(v, i)| {
+        let d = dim.map(|d| x.wrap_dim(d)).transpose()?.filter(|_| x.ndim() > 0);
+        super::grad::reduce::record_arg_reduce(x, d, keepdim, v, i, max)
+    })
+}
+
+fn arg_reduce_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> Result<(Tensor, Tensor)> {
     let name = if max { "max" } else { "min" };
     let (x, dim) = match dim {
         Some(d) => (x.clone(), x.wrap_dim(d)?),

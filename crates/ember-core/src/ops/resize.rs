@@ -215,7 +215,26 @@ fn resample<T: Element + Float>(src: &Tensor, outer: usize, n_in: usize, inner: 
 
 /// `interpolate` of `input [N, C, *spatial]` to `size`; `scales` are the user's scale factors
 /// (used for the coordinate mapping when given, as PyTorch does without `recompute_scale_factor`).
+///
+/// Every mode is separable and linear, so the gradient applies each dim's 1-d resampling
+/// matrix, transposed.
 pub fn interpolate(input: &Tensor, size: &[usize], scales: &[Option<f64>], mode: Mode, align_corners: bool, antialias: bool) -> Result<Tensor> {
+    crate::autograd::track(&[input], || interpolate_kernel(input, size, scales, mode, align_corners, antialias), |y| {
+        let first = input.ndim() - size.len();
+        let matrices = (0..size.len())
+            .map(|i| super::grad::pool::matrix_of(input.shape()[first + i], input.dtype(), |b| interpolate_kernel(b, &size[i..=i], &scales[i..=i], mode, align_corners, antialias)))
+            .collect::<Result<Vec<_>>>()?;
+        let name = match mode {
+            Mode::Nearest => "UpsampleNearestBackward0",
+            Mode::NearestExact => "UpsampleNearestExactBackward0",
+            Mode::Linear => "UpsampleLinearBackward0",
+            Mode::Cubic => "UpsampleBicubicBackward0",
+        };
+        super::grad::pool::record_separable(name, input, matrices, 1.0, y)
+    })
+}
+
+fn interpolate_kernel(input: &Tensor, size: &[usize], scales: &[Option<f64>], mode: Mode, align_corners: bool, antialias: bool) -> Result<Tensor> {
     check_float("interpolate", input)?;
     let dims = size.len();
     if !(1..=3).contains(&dims) || input.ndim() != dims + 2 || scales.len() != dims {

@@ -64,6 +64,12 @@ fn scan_rows<T: Element, A: Copy + Send + Sync, O: Element>(
 /// `cumsum`/`cumprod` (booleans and integers accumulate in int64, floats in f64, as PyTorch's
 /// CPU kernels do) and `logcumsumexp` (floats only). `dtype` casts the input first.
 pub fn scan(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    crate::autograd::track(&[x], || scan_kernel(op, x, dim, dtype), |y| {
+        super::grad::reduce::record_scan(op, x, along(x, dim)?.1, y)
+    })
+}
+
+fn scan_kernel(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let (xs, d) = along(x, dim)?;
     let xs = dtype.map_or(xs.clone(), |t| xs.to_dtype(t));
     let in_dtype = xs.dtype();
@@ -92,6 +98,12 @@ pub fn scan(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Te
 /// `cummax`/`cummin`: the running extreme and the index where it was taken. A tie moves the
 /// index to the later element, and a NaN, once seen, stays (both as PyTorch does).
 pub fn cum_extreme(x: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor)> {
+    crate::autograd::track(&[x], || cum_extreme_kernel(x, dim, max), |(v, i)| {
+        super::grad::reduce::record_cum_extreme(x, along(x, dim)?.1, v, i, max)
+    })
+}
+
+fn cum_extreme_kernel(x: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
     let values = Tensor::uninit(xs.shape(), xs.dtype());
     let indices = Tensor::uninit(xs.shape(), DType::I64);

@@ -162,7 +162,20 @@ unsafe fn write_pairs<T: Element>(pairs: &[(T, i64)], values: (Ptr<T>, isize, is
 }
 
 /// `sort`: (values, indices) along `dim`. Always stable: equal values keep their order.
+/// Runs a kernel that picks values along `dim` (with their indices) and records their
+/// derivative: the gradient goes back to where each value came from.
+fn track_picked(name: &'static str, x: &Tensor, dim: i64, keepdim: bool, kernel: impl FnOnce() -> Result<(Tensor, Tensor)>) -> Result<(Tensor, Tensor)> {
+    crate::autograd::track(&[x], kernel, |(v, i)| {
+        let d = if x.ndim() == 0 { 0 } else { x.wrap_dim(dim)? };
+        super::grad::index::record_picked(name, x, d, keepdim, v, i)
+    })
+}
+
 pub fn sort(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    track_picked("SortBackward0", x, dim, true, || sort_kernel(x, dim, descending))
+}
+
+fn sort_kernel(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
     let values = Tensor::uninit(xs.shape(), xs.dtype());
     let indices = Tensor::uninit(xs.shape(), DType::I64);
@@ -187,6 +200,10 @@ fn shape_i64(shape: &[usize]) -> Vec<i64> {
 /// `topk`: the `k` largest (or smallest) along `dim`. Selects first, so only `k` elements are
 /// sorted; ties come out in their original order.
 pub fn topk(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+    track_picked("TopkBackward0", x, dim, true, || topk_kernel(x, k, dim, largest, sorted))
+}
+
+fn topk_kernel(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
     let n = xs.shape()[d];
     if k < 0 || k as usize > n {
@@ -251,6 +268,10 @@ fn order_statistic(
 
 /// `kthvalue`: the `k`-th smallest (1-based) along `dim`.
 pub fn kthvalue(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    track_picked("KthvalueBackward0", x, dim, keepdim, || kthvalue_kernel(x, k, dim, keepdim))
+}
+
+fn kthvalue_kernel(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
     let n = xs.shape()[d] as i64;
     if k < 1 || k > n {
@@ -262,6 +283,10 @@ pub fn kthvalue(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, 
 /// `median` (lower median; NaN if the row holds one) or, with `ignore_nan`, `nanmedian` (the
 /// lower median of the non-NaN values; NaN only when all are NaN).
 pub fn median(x: &Tensor, dim: i64, keepdim: bool, ignore_nan: bool) -> Result<(Tensor, Tensor)> {
+    track_picked("MedianBackward1", x, dim, keepdim, || median_kernel(x, dim, keepdim, ignore_nan))
+}
+
+fn median_kernel(x: &Tensor, dim: i64, keepdim: bool, ignore_nan: bool) -> Result<(Tensor, Tensor)> {
     let name = if ignore_nan { "nanmedian" } else { "median" };
     order_statistic(name, x, dim, keepdim, move |n, nans| match (ignore_nan, nans) {
         // NaNs sort last, so position n - nans is the first NaN.
@@ -274,6 +299,10 @@ pub fn median(x: &Tensor, dim: i64, keepdim: bool, ignore_nan: bool) -> Result<(
 /// `mode`: the most frequent value along `dim` (the smallest on ties) and the index of its last
 /// occurrence.
 pub fn mode(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    track_picked("ModeBackward0", x, dim, keepdim, || mode_kernel(x, dim, keepdim))
+}
+
+fn mode_kernel(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
     let n = xs.shape()[d];
     if n == 0 {
@@ -369,6 +398,7 @@ pub fn quantile(
     interpolation: Interpolation,
     ignore_nan: bool,
 ) -> Result<Tensor> {
+    crate::autograd::not_implemented("quantile", &[x])?;
     if !matches!(x.dtype(), DType::F32 | DType::F64) {
         bail!(Runtime, "quantile() input tensor must be either float or double dtype, but got {}", x.dtype());
     }
@@ -473,6 +503,7 @@ fn unique_elements<T: Element>(mut values: Vec<T>, with_inverse: bool) -> (Vec<T
 /// of the slices along `dim`. Returns (values, inverse if `with_inverse`, counts). NaNs never
 /// equal each other, so each stays its own value, as in PyTorch.
 pub fn unique(x: &Tensor, dim: Option<i64>, consecutive: bool, with_inverse: bool) -> Result<(Tensor, Option<Tensor>, Tensor)> {
+    crate::autograd::not_implemented("unique", &[x])?;
     let (values, inverse, counts) = match dim {
         None if !consecutive => {
             with_dtype!(x.dtype(), T, {

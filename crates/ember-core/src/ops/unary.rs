@@ -2,6 +2,7 @@
 //! float16/bfloat16 compute in float32 and round once on the way out.
 use super::map::unary_into;
 use super::math::Real;
+use crate::autograd;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -197,8 +198,12 @@ macro_rules! fpred {
     };
 }
 
-/// Computes `op(x)` into a fresh tensor.
+/// Computes `op(x)` into a fresh tensor (recorded for autograd, see `grad::unary`).
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    autograd::track(&[x], || unary_kernel(op, x), |y| super::grad::unary::record_unary(op, x, y))
+}
+
+fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.out_dtype(x.dtype())?;
     let out = Tensor::uninit_like(x.shape(), dtype, Some(x));
     let input = if dtype.is_float() && !x.dtype().is_float() { x.to_dtype(dtype) } else { x.clone() };
@@ -209,6 +214,14 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 /// Computes `op(x)` into `out` (same shape), casting when the dtypes differ. Used for `out=`
 /// and in-place ops (`out` may be `x` itself).
 pub fn unary_out(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
+    if out.is_alias_of(x) {
+        return autograd::inplace::in_place(out, &[], || unary_out_kernel(op, x, out), || unary(op, x));
+    }
+    autograd::inplace::check_out(out, &[x])?;
+    unary_out_kernel(op, x, out)
+}
+
+fn unary_out_kernel(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
     let dtype = op.out_dtype(x.dtype())?;
     super::check_out(out, x.shape(), dtype)?;
     if dtype == out.dtype() && !(dtype.is_float() && !x.dtype().is_float()) {
@@ -216,7 +229,7 @@ pub fn unary_out(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
         out.bump_version();
         Ok(())
     } else {
-        out.copy_(&unary(op, x)?)
+        out.copy_(&unary_kernel(op, x)?)
     }
 }
 

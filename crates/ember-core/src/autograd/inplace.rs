@@ -1,0 +1,98 @@
+//! In-place ops under autograd. An in-place op that must record computes the new contents out
+//! of place (recorded like any op, so the tensors it saves keep the versions they had before
+//! the write), writes them into the target and makes their history the target's. When the
+//! target is a view, its base's history is rewritten too (`CopySlices`): the base's gradient
+//! passes through outside the view and goes to the written value inside it.
+use super::{is_grad_enabled, no_grad, record};
+use crate::bail;
+use crate::error::Result;
+use crate::ops::binary::{binary, BinaryOp, Operand};
+use crate::ops::index::{take, take_adjoint};
+use crate::ops::view::address_map;
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+/// Runs an in-place op on `dst` whose other operands are `others`: `kernel` writes `dst`
+/// directly when nothing is recorded, else `value` computes the new contents out of place.
+pub fn in_place(dst: &Tensor, others: &[&Tensor], kernel: impl FnOnce() -> Result<()>, value: impl FnOnce() -> Result<Tensor>) -> Result<()> {
+    let tracked = dst.requires_grad() || others.iter().any(|t| t.requires_grad());
+    if !tracked || !is_grad_enabled() {
+        return kernel();
+    }
+    check_writable(dst)?;
+    let v = value()?;
+    if let Some(node) = v.grad_fn() {
+        // The write below would invalidate `dst` where the new value's node saved it (mul_,
+        // pow_ ...): it keeps a copy of the old contents instead, as PyTorch does.
+        node.snapshot_saved(dst);
+    }
+    let v = if v.dtype() != dst.dtype() { v.to_dtype(dst.dtype()) } else { v };
+    if v.shape() != dst.shape() {
+        bail!(Runtime, "output with shape {:?} doesn't match the broadcast shape {:?}", dst.shape(), v.shape());
+    }
+    rebase(dst, &v)
+}
+
+/// Refuses an out= target when an operand requires grad (PyTorch does not differentiate them).
+pub fn check_out(out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
+    if is_grad_enabled() && (out.requires_grad() || inputs.iter().any(|t| t.requires_grad())) {
+        bail!(Runtime, "functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.");
+    }
+    Ok(())
+}
+
+/// Refuses to write a leaf that requires grad (or a view of one) while grad mode is on.
+pub fn check_writable(dst: &Tensor) -> Result<()> {
+    if dst.requires_grad() && dst.is_leaf() {
+        bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+    if let Some(base) = dst.base() {
+        if base.requires_grad() && base.is_leaf() {
+            bail!(Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+        }
+    }
+    Ok(())
+}
+
+/// Writes `value` into `dst` and gives `dst` its history.
+fn rebase(dst: &Tensor, value: &Tensor) -> Result<()> {
+    if let Some(base) = dst.base() {
+        if base.requires_grad() || value.requires_grad() {
+            return copy_slices(base, dst, value);
+        }
+    }
+    write(dst, value)?;
+    match value.grad_fn() {
+        Some(node) => dst.set_history(node, value.output_nr()),
+        // A leaf (or a constant) written into `dst`: an identity node carries the gradient to
+        // it (to nothing for a constant; the old contents receive none either way).
+        None => record("CopyBackwards", &[value], &[dst], &[], |ctx, g| Ok(vec![ctx.needs_input_grad(0).then(|| g[0].clone())]))?,
+    }
+    Ok(())
+}
+
+fn write(dst: &Tensor, value: &Tensor) -> Result<()> {
+    let _raw = no_grad();
+    dst.copy_(value)
+}
+
+fn copy_slices(base: &Tensor, view: &Tensor, value: &Tensor) -> Result<()> {
+    let idx = Arc::new(address_map(base.layout(), view.layout())?);
+    // 1 outside the view, 0 inside: what of the base's gradient passes to its old contents.
+    let keep = {
+        let _raw = no_grad();
+        let k = crate::ops::creation::full(base.shape(), crate::ops::binary::Scalar::Int(1), base.dtype());
+        let flat = k.reshape(&[-1])?;
+        crate::ops::index::index_fill_(&flat, 0, &idx.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(base.dtype()))?;
+        k
+    };
+    write(view, value)?;
+    let i = idx.clone();
+    record("CopySlices", &[base, value], &[base], &[], move |ctx, g| {
+        let old = if ctx.needs_input_grad(0) { Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(&keep))?) } else { None };
+        let new = if ctx.needs_input_grad(1) { Some(take(&g[0], &i)?) } else { None };
+        Ok(vec![old, new])
+    })?;
+    let shape = base.shape().to_vec();
+    record("AsStridedBackward0", &[base], &[view], &[], move |_, g| Ok(vec![Some(take_adjoint(&g[0], &idx, &shape)?)]))
+}

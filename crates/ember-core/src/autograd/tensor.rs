@@ -1,0 +1,152 @@
+//! The autograd side of `Tensor`: requires_grad, grad, grad_fn, hooks, backward.
+use super::meta::AutogradMeta;
+use super::node::{HookHandle, Node, HOOK_ID};
+use super::Hook;
+use crate::bail;
+use crate::error::Result;
+use crate::tensor::Tensor;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Tensor {
+    /// Whether autograd tracks this tensor (a leaf that requires grad, or a result with a
+    /// grad_fn).
+    #[inline]
+    pub fn requires_grad(&self) -> bool {
+        self.0.requires_grad.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn with_meta<R>(&self, f: impl FnOnce(&mut AutogradMeta) -> R) -> R {
+        let mut guard = self.0.autograd.lock().unwrap();
+        f(guard.get_or_insert_with(Default::default))
+    }
+
+    fn read_meta<R>(&self, f: impl FnOnce(&AutogradMeta) -> R) -> Option<R> {
+        self.0.autograd.lock().unwrap().as_deref().map(f)
+    }
+
+    /// `requires_grad_(flag)`: only leaves may change it, and only float tensors require grad.
+    pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
+        if !self.is_leaf() {
+            if flag {
+                return Ok(());
+            }
+            bail!(Runtime, "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+        }
+        if flag && !self.dtype().is_float() {
+            bail!(Runtime, "only Tensors of floating point and complex dtype can require gradients");
+        }
+        self.0.requires_grad.store(flag, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub fn grad_fn(&self) -> Option<Arc<Node>> {
+        if !self.requires_grad() {
+            return None;
+        }
+        self.read_meta(|m| m.grad_fn.clone()).flatten()
+    }
+
+    /// Which output of its grad_fn this tensor is.
+    pub fn output_nr(&self) -> usize {
+        self.read_meta(|m| m.output_nr).unwrap_or(0)
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.grad_fn().is_none()
+    }
+
+    /// Makes `node` (output `nr`) this tensor's history.
+    pub(crate) fn set_history(&self, node: Arc<Node>, nr: usize) {
+        self.with_meta(|m| {
+            m.grad_fn = Some(node);
+            m.output_nr = nr;
+        });
+        self.0.requires_grad.store(true, Ordering::Relaxed);
+    }
+
+    /// `detach_()`: this tensor becomes a leaf that does not require grad.
+    pub fn detach_in_place(&self) {
+        self.with_meta(|m| m.grad_fn = None);
+        self.0.requires_grad.store(false, Ordering::Relaxed);
+    }
+
+    /// The leaf's gradient accumulator, made on first use and shared while it lives.
+    pub(crate) fn grad_accumulator(&self) -> Arc<Node> {
+        self.with_meta(|m| {
+            m.accumulator.upgrade().unwrap_or_else(|| {
+                let node = Arc::new(Node::accumulator(self));
+                m.accumulator = Arc::downgrade(&node);
+                node
+            })
+        })
+    }
+
+    /// The accumulator if a live graph uses this leaf (no new one is made).
+    pub(crate) fn live_accumulator(&self) -> Option<Arc<Node>> {
+        self.read_meta(|m| m.accumulator.upgrade()).flatten()
+    }
+
+    /// The accumulated gradient (`.grad`).
+    pub fn grad(&self) -> Option<Tensor> {
+        self.read_meta(|m| m.grad.clone()).flatten()
+    }
+
+    /// Sets (or with `None` clears) `.grad`; it must match this tensor's shape and dtype.
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad {
+            if g.dtype() != self.dtype() {
+                bail!(Runtime, "assigned grad has data of a different type");
+            }
+            if g.shape() != self.shape() {
+                bail!(Runtime, "assigned grad has data of a different size");
+            }
+        }
+        if grad.is_none() && self.0.autograd.lock().unwrap().is_none() {
+            return Ok(());
+        }
+        self.with_meta(|m| m.grad = grad);
+        Ok(())
+    }
+
+    pub(crate) fn leaf_hooks(&self) -> Vec<Hook> {
+        self.read_meta(|m| m.hooks.iter().map(|h| h.1.clone()).collect()).unwrap_or_default()
+    }
+
+    /// `retain_grad()`: a non-leaf keeps the gradient that flows into it as its `.grad`.
+    pub fn retain_grad(&self) -> Result<()> {
+        if !self.requires_grad() {
+            bail!(Runtime, "can't retain_grad on Tensor that has requires_grad=False");
+        }
+        let Some(node) = self.grad_fn() else { return Ok(()) };
+        let nr = self.output_nr();
+        if self.with_meta(|m| std::mem::replace(&mut m.retains_grad, true)) {
+            return Ok(());
+        }
+        node.retained.lock().unwrap().push((nr, Arc::downgrade(&self.0)));
+        Ok(())
+    }
+
+    pub fn retains_grad(&self) -> bool {
+        self.read_meta(|m| m.retains_grad).unwrap_or(false)
+    }
+
+    /// Registers a hook on the gradient of this tensor; it may return a replacement.
+    pub fn register_hook(&self, hook: Hook) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            bail!(Runtime, "cannot register a hook on a tensor that doesn't require gradient");
+        }
+        if let Some(node) = self.grad_fn() {
+            return Ok(node.add_pre_hook(self.output_nr(), hook));
+        }
+        let id = HOOK_ID.fetch_add(1, Ordering::Relaxed);
+        self.with_meta(|m| m.hooks.push((id, hook)));
+        Ok(HookHandle::leaf(self, id))
+    }
+
+    /// `backward(gradient)`: accumulates the gradient of this tensor with respect to every leaf
+    /// of its graph into their `.grad` (only into `inputs`, when given).
+    pub fn backward(&self, gradient: Option<Tensor>, retain_graph: bool, create_graph: bool, inputs: Option<&[Tensor]>) -> Result<()> {
+        super::engine::backward(&[self.clone()], &[gradient], retain_graph, create_graph, inputs)
+    }
+}

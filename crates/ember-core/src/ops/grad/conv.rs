@@ -1,0 +1,120 @@
+//! Derivatives of convolution and transposed convolution, on the same kernels: the input
+//! gradient of a convolution is a transposed convolution of the output gradient (and the other
+//! way round), and the weight gradient is a correlation of the input with the output gradient,
+//! computed as a convolution whose batch and channel dims are swapped.
+use crate::autograd::{no_grad, record};
+use crate::bail;
+use crate::error::Result;
+use crate::ops::conv::{conv as conv_kernel, conv_transpose as conv_transpose_kernel, ConvPadding};
+use crate::ops::pad::{pad, PadMode};
+use crate::ops::binary::Scalar;
+use crate::ops::reduce::{reduce, ReduceOp};
+use crate::tensor::Tensor;
+
+fn per_dim(v: &[i64], dims: usize) -> Vec<i64> {
+    if v.len() == 1 { vec![v[0]; dims] } else { v.to_vec() }
+}
+
+fn bias_grad(g: &Tensor) -> Result<Tensor> {
+    let dims: Vec<i64> = (0..g.ndim() as i64).filter(|&d| d != 1).collect();
+    reduce(ReduceOp::Sum, g, Some(&dims), false, None)
+}
+
+/// The weight gradient of `conv(x, w)` with output gradient `g`: `Σ_n g[n, o] ⋆ x[n, c]` per
+/// group, as a grouped convolution of `x` (channels as batch) with `g` (batch as channels),
+/// stride and dilation exchanged, cut to the kernel size.
+fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[i64], pad: &[i64], dilation: &[i64], groups: usize) -> Result<Tensor> {
+    let dims = kernel.len();
+    let (n, cin) = (x.shape()[0] as i64, x.shape()[1] as i64);
+    let cig = cin / groups as i64;
+    let spatial: Vec<i64> = x.shape()[2..].iter().map(|&s| s as i64).collect();
+    let grouped: Vec<i64> = [n, groups as i64, cig].into_iter().chain(spatial.iter().copied()).collect();
+    let mut order: Vec<i64> = vec![2, 1, 0];
+    order.extend(3..3 + dims as i64);
+    let merged: Vec<i64> = [cig, groups as i64 * n].into_iter().chain(spatial.iter().copied()).collect();
+    let xt = x.reshape(&grouped)?.permute(&order)?.reshape(&merged)?;
+    let gt = g.transpose(0, 1)?;
+    let r = conv_kernel(&xt, &gt, None, dilation, ConvPadding::Explicit(pad), stride, groups as i64, dims)?.transpose(0, 1)?;
+    let mut w = r;
+    for (i, &k) in kernel.iter().enumerate() {
+        w = w.narrow(2 + i as i64, 0, k as i64)?;
+    }
+    Ok(w)
+}
+
+/// `conv` recorded for autograd (`ops::conv::conv` sends tracked calls here).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: ConvPadding, dilation: &[i64], groups: i64, dims: usize) -> Result<Tensor> {
+    if input.ndim() == dims + 1 {
+        return conv(&input.unsqueeze(0)?, weight, bias, stride, padding, dilation, groups, dims)?.squeeze(Some(&[0]));
+    }
+    let (s, d) = (per_dim(stride, dims), per_dim(dilation, dims));
+    let kernel: Vec<usize> = weight.shape().get(2..).unwrap_or(&[]).to_vec();
+    // 'same' and 'valid' become explicit padding; an odd 'same' total pads the right side first.
+    let (x, p) = match padding {
+        ConvPadding::Explicit(p) => (input.clone(), per_dim(p, dims)),
+        ConvPadding::Valid => (input.clone(), vec![0; dims]),
+        ConvPadding::Same => {
+            if s.iter().any(|&v| v != 1) {
+                bail!(Runtime, "padding='same' is not supported for strided convolutions");
+            }
+            let total: Vec<i64> = (0..dims).map(|i| d[i] * (kernel.get(i).copied().unwrap_or(1) as i64 - 1)).collect();
+            let extra: Vec<i64> = total.iter().rev().flat_map(|t| [0, t % 2]).collect();
+            let x = if extra.iter().any(|&e| e != 0) { pad(input, &extra, PadMode::Constant(Scalar::Int(0)))? } else { input.clone() };
+            (x, total.iter().map(|t| t / 2).collect())
+        }
+    };
+    let y = {
+        let _untracked = no_grad();
+        conv_kernel(&x, weight, bias, &s, ConvPadding::Explicit(&p), &d, groups, dims)?
+    };
+    let absent = Tensor::zeros(&[0], weight.dtype());
+    let spatial: Vec<usize> = x.shape()[2..].to_vec();
+    record("ConvolutionBackward0", &[&x, weight, bias.unwrap_or(&absent)], &[&y], &[&x, weight], move |ctx, g| {
+        let g = &g[0];
+        let out: Vec<usize> = g.shape()[2..].to_vec();
+        let gx = if ctx.needs_input_grad(0) {
+            let w = ctx.saved(1)?;
+            let op: Vec<i64> = (0..dims).map(|i| spatial[i] as i64 - ((out[i] as i64 - 1) * s[i] - 2 * p[i] + d[i] * (kernel[i] as i64 - 1) + 1)).collect();
+            Some(crate::ops::conv::conv_transpose(g, &w, None, &s, &p, &op, groups, &d, dims)?)
+        } else {
+            None
+        };
+        let gw = if ctx.needs_input_grad(1) { Some(weight_grad(&ctx.saved(0)?, g, &kernel, &s, &p, &d, groups as usize)?) } else { None };
+        let gb = if ctx.needs_input_grad(2) { Some(bias_grad(g)?) } else { None };
+        Ok(vec![gx, gw, gb])
+    })?;
+    Ok(y)
+}
+
+/// `conv_transpose` recorded for autograd: the adjoint of `conv` in its input.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conv_transpose(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], output_padding: &[i64], groups: i64, dilation: &[i64], dims: usize) -> Result<Tensor> {
+    if input.ndim() == dims + 1 {
+        return conv_transpose(&input.unsqueeze(0)?, weight, bias, stride, padding, output_padding, groups, dilation, dims)?.squeeze(Some(&[0]));
+    }
+    let y = {
+        let _untracked = no_grad();
+        conv_transpose_kernel(input, weight, bias, stride, padding, output_padding, groups, dilation, dims)?
+    };
+    let (s, p, d) = (per_dim(stride, dims), per_dim(padding, dims), per_dim(dilation, dims));
+    let kernel: Vec<usize> = weight.shape()[2..].to_vec();
+    let spatial: Vec<usize> = input.shape()[2..].to_vec();
+    let absent = Tensor::zeros(&[0], weight.dtype());
+    record("ConvolutionBackward0", &[input, weight, bias.unwrap_or(&absent)], &[&y], &[input, weight], move |ctx, g| {
+        let g = &g[0];
+        let gx = if ctx.needs_input_grad(0) {
+            let mut gx = crate::ops::conv::conv(g, &ctx.saved(1)?, None, &s, ConvPadding::Explicit(&p), &d, groups, dims)?;
+            for (i, &n) in spatial.iter().enumerate() {
+                gx = gx.narrow(2 + i as i64, 0, n as i64)?;
+            }
+            Some(gx)
+        } else {
+            None
+        };
+        let gw = if ctx.needs_input_grad(1) { Some(weight_grad(g, &ctx.saved(0)?, &kernel, &s, &p, &d, groups as usize)?) } else { None };
+        let gb = if ctx.needs_input_grad(2) { Some(bias_grad(g)?) } else { None };
+        Ok(vec![gx, gw, gb])
+    })?;
+    Ok(y)
+}

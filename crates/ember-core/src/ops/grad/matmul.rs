@@ -1,0 +1,55 @@
+//! Derivatives of the matrix products: for `y = a @ b`, `da = g @ bᵀ` and `db = aᵀ @ g`, with
+//! vector operands seen as matrices and broadcast batch dims summed back down.
+use crate::autograd::record;
+use crate::error::Result;
+use crate::ops::matmul::{bmm, matmul, mm};
+use crate::ops::reduce::sum_to;
+use crate::tensor::Tensor;
+
+pub(crate) fn record_mm(a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
+    record("MmBackward0", &[a, b], &[y], &[a, b], |ctx, g| {
+        let g = &g[0];
+        let ga = if ctx.needs_input_grad(0) { Some(mm(g, &ctx.saved(1)?.t()?)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) { Some(mm(&ctx.saved(0)?.t()?, g)?) } else { None };
+        Ok(vec![ga, gb])
+    })
+}
+
+pub(crate) fn record_bmm(a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
+    record("BmmBackward0", &[a, b], &[y], &[a, b], |ctx, g| {
+        let g = &g[0];
+        let ga = if ctx.needs_input_grad(0) { Some(bmm(g, &ctx.saved(1)?.transpose(1, 2)?)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) { Some(bmm(&ctx.saved(0)?.transpose(1, 2)?, g)?) } else { None };
+        Ok(vec![ga, gb])
+    })
+}
+
+pub(crate) fn record_matmul(a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
+    let (da, db) = (a.ndim(), b.ndim());
+    let name = match (da, db) {
+        (1, 1) => "DotBackward0",
+        (2, 1) => "MvBackward0",
+        (2, 2) => "MmBackward0",
+        _ => "MatmulBackward0",
+    };
+    let (a_shape, b_shape) = (a.shape().to_vec(), b.shape().to_vec());
+    record(name, &[a, b], &[y], &[a, b], move |ctx, g| {
+        let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
+        // Vectors as [1, k] and [k, 1] matrices, and the gradient with their dims back.
+        let a2 = if da == 1 { a.unsqueeze(0)? } else { a };
+        let b2 = if db == 1 { b.unsqueeze(1)? } else { b };
+        let mut g2 = g[0].clone();
+        if da == 1 {
+            g2 = g2.unsqueeze(if db == 1 { 0 } else { -2 })?;
+        }
+        if db == 1 {
+            g2 = g2.unsqueeze(-1)?;
+        }
+        let back = |grad: Tensor, t2: &Tensor, shape: &[usize]| -> Result<Tensor> {
+            sum_to(&grad, t2.shape())?.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
+        };
+        let ga = if ctx.needs_input_grad(0) { Some(back(matmul(&g2, &b2.transpose(-1, -2)?)?, &a2, &a_shape)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) { Some(back(matmul(&a2.transpose(-1, -2)?, &g2)?, &b2, &b_shape)?) } else { None };
+        Ok(vec![ga, gb])
+    })
+}
