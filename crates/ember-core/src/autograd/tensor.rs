@@ -147,6 +147,6 @@ impl Tensor {
     /// `backward(gradient)`: accumulates the gradient of this tensor with respect to every leaf
     /// of its graph into their `.grad` (only into `inputs`, when given).
     pub fn backward(&self, gradient: Option<Tensor>, retain_graph: bool, create_graph: bool, inputs: Option<&[Tensor]>) -> Result<()> {
-        super::engine::backward(&[self.clone()], &[gradient], retain_graph, create_graph, inputs)
+        super::engine::backward(std::slice::from_ref(self), &[gradient], retain_graph, create_graph, inputs)
     }
 }

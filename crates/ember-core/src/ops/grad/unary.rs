@@ -12,10 +12,11 @@ const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
 const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
 
 type Formula = Box<dyn Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync>;
+type GradOnly = Box<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
 
 /// Which tensor a formula reads besides the gradient.
 enum Uses {
-    Nothing(Box<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>),
+    Nothing(GradOnly),
     Input(Formula),
     Output(Formula),
 }
