@@ -16,6 +16,8 @@ use rayon::prelude::*;
 const CO: usize = 8;
 /// Positions per vector.
 const LANES: usize = 16;
+/// Bytes of input a reduction chunk may read per position block.
+const L1_WINDOW: usize = 24 * 1024;
 
 /// The geometry the direct kernel supports, in 2-d (a 1-d conv has `h = kh = 1`).
 #[derive(Clone, Copy, Debug)]
@@ -145,6 +147,12 @@ unsafe fn run<const NV: usize>(c: &Conv2d, images: usize, planes: &[f32], w: *co
     let co_chunks = co_blocks.div_ceil(co_per);
     let offsets = reduction_offsets(c, per_channel);
     let k = offsets.len();
+    // The reduction runs in chunks of input channels whose pixels under one position block stay
+    // in L1 while every channel block uses them.
+    let taps = c.kernel[0] * c.kernel[1];
+    let reach = (c.dilation[0] * (c.kernel[0] - 1) / c.stride[0]) * wq + c.dilation[1] * (c.kernel[1] - 1) / c.stride[1];
+    let window = c.phases() * (block + reach) * std::mem::size_of::<f32>();
+    let chunk = (L1_WINDOW / window).clamp(1, c.channels) * taps;
     let (src, wp, dst) = (Ptr(planes.as_ptr() as *mut f32), Ptr(w as *mut f32), Ptr(out));
     let bias = bias.map(|b| Ptr(b as *mut f32));
     let out_plane = c.output[0] * c.output[1];
@@ -159,8 +167,11 @@ unsafe fn run<const NV: usize>(c: &Conv2d, images: usize, planes: &[f32], w: *co
             let co0 = cb * CO;
             let rows = (c.out_channels - co0).min(CO);
             let init: [f32; CO] = std::array::from_fn(|j| bias.map_or(0.0, |b| *b.at((group + co0 + j.min(rows - 1)) as isize)));
-            let weights: [*const f32; CO] = std::array::from_fn(|j| wp.at(((group + co0 + j.min(rows - 1)) * k) as isize) as *const f32);
-            micro_kernel::<NV>(image.add(p0), &offsets, &weights, &init, &stores, image_out.add(co0 * out_plane), out_plane, rows);
+            for k0 in (0..k).step_by(chunk) {
+                let weights: [*const f32; CO] = std::array::from_fn(|j| wp.at(((group + co0 + j.min(rows - 1)) * k + k0) as isize) as *const f32);
+                let offsets = &offsets[k0..(k0 + chunk).min(k)];
+                micro_kernel::<NV>(image.add(p0), offsets, &weights, &init, k0 > 0, &stores, image_out.add(co0 * out_plane), out_plane, rows);
+            }
         }
     };
     pool().install(|| (0..images * p_blocks * co_chunks).into_par_iter().for_each(task));
@@ -204,16 +215,25 @@ impl Store {
     }
 }
 
-/// `out[j, positions] = init[j] + Σ_k weights[j][k] · x[offsets[k] + positions]` for `rows` ≤ 8
-/// output channels (spare rows repeat the last channel and are not stored).
+/// `out[j, positions] = start[j] + Σ_k weights[j][k] · x[offsets[k] + positions]` for `rows` ≤ 8
+/// output channels (spare rows repeat the last channel and are not stored), where `start` is
+/// `init[j]`, or with `resume` the partial sums already in `out`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-unsafe fn micro_kernel<const NV: usize>(x: *const f32, offsets: &[usize], weights: &[*const f32; CO], init: &[f32; CO], stores: &[Store; NV], out: *mut f32, out_plane: usize, rows: usize) {
+unsafe fn micro_kernel<const NV: usize>(x: *const f32, offsets: &[usize], weights: &[*const f32; CO], init: &[f32; CO], resume: bool, stores: &[Store; NV], out: *mut f32, out_plane: usize, rows: usize) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm512_setzero_ps(); NV]; CO];
     for j in 0..CO {
-        acc[j] = [_mm512_set1_ps(init[j]); NV];
+        for v in 0..NV {
+            acc[j][v] = if !resume {
+                _mm512_set1_ps(init[j])
+            } else if j < rows {
+                _mm512_maskz_expandloadu_ps(stores[v].mask, out.add(j * out_plane + stores[v].first.min(out_plane)))
+            } else {
+                _mm512_setzero_ps()
+            };
+        }
     }
     for (k, &off) in offsets.iter().enumerate() {
         let src = x.add(off);
