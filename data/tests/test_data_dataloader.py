@@ -365,8 +365,11 @@ def _alive(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    with open(f"/proc/{pid}/stat") as f:  # a zombie has exited: only its parent has not reaped it
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as f:  # a zombie has exited: only its parent has not reaped it
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):  # reaped between the two looks
+        return False
 
 
 def test_workers_of_a_killed_main_process_exit(tmp_path):

@@ -47,8 +47,8 @@ class _FileHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body) - start))
         self.end_headers()
         payload = body[start:] if self.cut_after is None else body[start : start + self.cut_after]
+        self.log.append((self.path, requested, len(payload)))  # before the write: the client may finish first
         self.wfile.write(payload)
-        self.log.append((self.path, requested, len(payload)))
         if self.cut_after is not None:
             self.close_connection = True
 
