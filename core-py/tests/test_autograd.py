@@ -30,6 +30,8 @@ def test_requires_grad_flags_and_leaves():
                  lambda: ember.ones_like(x, requires_grad=True), lambda: ember.linspace(0, 1, 3, requires_grad=True)):
         t = make()
         assert t.requires_grad and t.is_leaf
+    with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
+        assert y.grad is None
     assert repr(x) == "tensor([1., 1., 1.], requires_grad=True)"
     assert repr(x.sum()) == "tensor(3., grad_fn=<SumBackward0>)"
 

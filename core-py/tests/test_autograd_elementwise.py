@@ -131,5 +131,9 @@ def test_grad_fn_names_match_pytorch():
     t = torch.tensor(X, requires_grad=True)
     for fe, ft in [(lambda v: v + 1, lambda v: v + 1), (lambda v: v * v, lambda v: v * v), (lambda v: v.exp(), lambda v: v.exp()),
                    (lambda v: v.sigmoid(), lambda v: v.sigmoid()), (lambda v: v / v, lambda v: v / v), (lambda v: -v, lambda v: -v),
-                   (lambda v: v.relu(), lambda v: v.relu()), (lambda v: v.tanh(), lambda v: v.tanh())]:
+                   (lambda v: v.relu(), lambda v: v.relu()), (lambda v: v.tanh(), lambda v: v.tanh()),
+                   (lambda v: v.t(), lambda v: v.t()), (lambda v: v[0], lambda v: v[0]), (lambda v: v[1:], lambda v: v[1:]),
+                   (lambda v: v.sum(), lambda v: v.sum()), (lambda v: v.sum(0), lambda v: v.sum(0)), (lambda v: v.clone(), lambda v: v.clone()),
+                   (lambda v: v.reshape(-1), lambda v: v.reshape(-1)), (lambda v: v.unsqueeze(0), lambda v: v.unsqueeze(0)),
+                   (lambda v: v.expand(2, 3, 4), lambda v: v.expand(2, 3, 4)), (lambda v: v.mean(), lambda v: v.mean())]:
         assert fe(x).grad_fn.name() == ft(t).grad_fn.name()

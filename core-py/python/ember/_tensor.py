@@ -1,6 +1,7 @@
 """The PyTorch method surface of `ember.Tensor`, added to the native class. Operators and views
 are native (in `ember._C`); these methods forward to the functional API."""
 import pickle  # noqa: F401  (documents that Tensor pickles via __reduce__)
+import warnings
 
 import numpy as np
 
@@ -190,7 +191,15 @@ def _detach_(self):
 
 
 _native_grad = Tensor.grad
-Tensor.grad = property(_native_grad.__get__, _native_grad.__set__, lambda self: _native_grad.__set__(self, None), _native_grad.__doc__)
+
+
+def _get_grad(self):
+    if not self.is_leaf and not self.retains_grad:
+        warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.", UserWarning, stacklevel=2)
+    return _native_grad.__get__(self)
+
+
+Tensor.grad = property(_get_grad, _native_grad.__set__, lambda self: _native_grad.__set__(self, None), "The gradient accumulated by backward (None until then).")
 _method("backward", _backward)
 _method("detach_", _detach_)
 Tensor.data = property(lambda self: self.detach(), lambda self, value: self._set_data(value))

@@ -72,9 +72,10 @@ impl Tensor {
         self.0.base.as_ref()
     }
 
-    /// The same data, version counter and base with no autograd history (`detach`).
+    /// The same data and version counter with no autograd history (`detach`). Not a view for
+    /// autograd's purposes: writes through it rewrite no history.
     pub fn detach(&self) -> Tensor {
-        self.alias(self.layout().clone(), self.0.base.clone())
+        self.alias(self.layout().clone(), None)
     }
 
     /// A fresh contiguous tensor whose contents the caller must overwrite entirely.

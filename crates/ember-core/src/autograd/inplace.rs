@@ -10,7 +10,6 @@ use crate::ops::binary::{binary, BinaryOp, Operand};
 use crate::ops::index::{take, take_adjoint};
 use crate::ops::view::address_map;
 use crate::tensor::Tensor;
-use std::sync::Arc;
 
 /// Runs an in-place op on `dst` whose other operands are `others`: `kernel` writes `dst`
 /// directly when nothing is recorded, else `value` computes the new contents out of place.
@@ -77,7 +76,7 @@ fn write(dst: &Tensor, value: &Tensor) -> Result<()> {
 }
 
 fn copy_slices(base: &Tensor, view: &Tensor, value: &Tensor) -> Result<()> {
-    let idx = Arc::new(address_map(base.layout(), view.layout())?);
+    let idx = address_map(base.layout(), view.layout())?;
     // 1 outside the view, 0 inside: what of the base's gradient passes to its old contents.
     let keep = {
         let _raw = no_grad();
@@ -87,12 +86,11 @@ fn copy_slices(base: &Tensor, view: &Tensor, value: &Tensor) -> Result<()> {
         k
     };
     write(view, value)?;
-    let i = idx.clone();
-    record("CopySlices", &[base, value], &[base], &[], move |ctx, g| {
-        let old = if ctx.needs_input_grad(0) { Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(&keep))?) } else { None };
-        let new = if ctx.needs_input_grad(1) { Some(take(&g[0], &i)?) } else { None };
+    record("CopySlices", &[base, value], &[base], &[&keep, &idx], move |ctx, g| {
+        let old = if ctx.needs_input_grad(0) { Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(&ctx.saved(0)?))?) } else { None };
+        let new = if ctx.needs_input_grad(1) { Some(take(&g[0], &ctx.saved(1)?)?) } else { None };
         Ok(vec![old, new])
     })?;
     let shape = base.shape().to_vec();
-    record("AsStridedBackward0", &[base], &[view], &[], move |_, g| Ok(vec![Some(take_adjoint(&g[0], &idx, &shape)?)]))
+    record("AsStridedBackward0", &[base], &[view], &[&idx], move |ctx, g| Ok(vec![Some(take_adjoint(&g[0], &ctx.saved(0)?, &shape)?)]))
 }

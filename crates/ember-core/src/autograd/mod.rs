@@ -11,6 +11,23 @@
 //!
 //! Grad mode is per thread, as in PyTorch: [`no_grad`], [`enable_grad`], [`grad_mode`] and
 //! [`inference_mode`] return guards that restore the previous mode when dropped.
+//!
+//! ```
+//! use ember_core::ops::binary::{binary, BinaryOp, Operand, Scalar};
+//! use ember_core::ops::reduce::{reduce, ReduceOp};
+//! use ember_core::{autograd, Tensor};
+//!
+//! let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3]).unwrap();
+//! x.set_requires_grad(true).unwrap();
+//! let cube = binary(BinaryOp::Pow, Operand::Tensor(&x), Operand::Scalar(Scalar::Int(3))).unwrap();
+//! let y = reduce(ReduceOp::Sum, &cube, None, false, None).unwrap();
+//! // dy/dx = 3x², kept differentiable (create_graph) for a second derivative, 6x.
+//! let g = autograd::grad(&[y], &[x.clone()], &[None], true, true, false).unwrap().remove(0).unwrap();
+//! assert_eq!(g.to_vec::<f64>().unwrap(), vec![3.0, 12.0, 27.0]);
+//! let gsum = reduce(ReduceOp::Sum, &g, None, false, None).unwrap();
+//! gsum.backward(None, false, false, None).unwrap();
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![6.0, 12.0, 18.0]);
+//! ```
 pub mod engine;
 pub mod inplace;
 pub(crate) mod meta;

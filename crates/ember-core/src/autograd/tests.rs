@@ -139,3 +139,17 @@ fn no_grad_records_nothing() {
     let e = y.backward(None, false, false, None).unwrap_err();
     assert_eq!(e.message, "element 0 of tensors does not require grad and does not have a grad_fn");
 }
+
+#[test]
+fn saved_tensors_are_freed_by_backward_unless_retained() {
+    let x = leaf(&[1.0, 2.0]);
+    let e = unary(UnaryOp::Exp, &x).unwrap();
+    let storage = Arc::downgrade(e.storage());
+    let y = sum(&e);
+    drop(e);
+    assert!(storage.upgrade().is_some(), "the node keeps its saved output");
+    y.backward(None, true, false, None).unwrap();
+    assert!(storage.upgrade().is_some(), "retain_graph keeps it");
+    y.backward(None, false, false, None).unwrap();
+    assert!(storage.upgrade().is_none(), "freed after the last backward");
+}

@@ -272,11 +272,13 @@ pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accum
             Some(k)
         };
         let ind = indices.to_vec();
-        autograd::record("IndexPutBackward0", &[x, values], &[&fresh], &[], move |ctx, g| {
-            let gx = match (&keep, ctx.needs_input_grad(0)) {
+        let masked = keep.is_some();
+        let saved: Vec<&Tensor> = keep.iter().collect();
+        autograd::record("IndexPutBackward0", &[x, values], &[&fresh], &saved, move |ctx, g| {
+            let gx = match (masked, ctx.needs_input_grad(0)) {
                 (_, false) => None,
-                (None, true) => Some(g[0].clone()),
-                (Some(k), true) => Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(k))?),
+                (false, true) => Some(g[0].clone()),
+                (true, true) => Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(&ctx.saved(0)?))?),
             };
             let gv = if ctx.needs_input_grad(1) { Some(index(&g[0], &ind)?) } else { None };
             Ok(vec![gx, gv])
@@ -514,15 +516,16 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
         } else {
             None
         };
-        let idx = index.clone();
         let name = if op == Reduce::Assign { "ScatterBackward0" } else { "ScatterAddBackward0" };
-        autograd::record(name, &[x, src], &[&fresh], &[], move |ctx, g| {
-            let gx = match (&keep, ctx.needs_input_grad(0)) {
+        let masked = keep.is_some();
+        let saved: Vec<&Tensor> = std::iter::once(index).chain(keep.iter()).collect();
+        autograd::record(name, &[x, src], &[&fresh], &saved, move |ctx, g| {
+            let gx = match (masked, ctx.needs_input_grad(0)) {
                 (_, false) => None,
-                (None, true) => Some(g[0].clone()),
-                (Some(k), true) => Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(k))?),
+                (false, true) => Some(g[0].clone()),
+                (true, true) => Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(&ctx.saved(1)?))?),
             };
-            let gs = if ctx.needs_input_grad(1) { Some(gather(&g[0], dim, &idx)?) } else { None };
+            let gs = if ctx.needs_input_grad(1) { Some(gather(&g[0], dim, &ctx.saved(0)?)?) } else { None };
             Ok(vec![gx, gs])
         })?;
         Ok(fresh)

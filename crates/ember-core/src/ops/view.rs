@@ -87,7 +87,7 @@ impl Tensor {
     pub fn t(&self) -> Result<Tensor> {
         match self.ndim() {
             0 | 1 => Ok(self.clone()),
-            2 => self.transpose(0, 1),
+            2 => self.view_with("TBackward0", self.layout().transpose(0, 1), |g| g.t()),
             n => bail!(Runtime, "t() expects a tensor with <= 2 dimensions, but self is {n}D"),
         }
     }

@@ -1,13 +1,14 @@
 //! Derivatives of convolution and transposed convolution, on the same kernels: the input
 //! gradient of a convolution is a transposed convolution of the output gradient (and the other
 //! way round), and the weight gradient is a correlation of the input with the output gradient,
-//! computed as a convolution whose batch and channel dims are swapped.
+//! computed as a matrix product with the input's sliding windows.
 use crate::autograd::{no_grad, record};
 use crate::bail;
 use crate::error::Result;
 use crate::ops::conv::{conv as conv_kernel, conv_transpose as conv_transpose_kernel, ConvPadding};
 use crate::ops::pad::{pad, PadMode};
 use crate::ops::binary::Scalar;
+use crate::ops::matmul::matmul;
 use crate::ops::reduce::{reduce, ReduceOp};
 use crate::tensor::Tensor;
 
@@ -20,26 +21,36 @@ fn bias_grad(g: &Tensor) -> Result<Tensor> {
     reduce(ReduceOp::Sum, g, Some(&dims), false, None)
 }
 
-/// The weight gradient of `conv(x, w)` with output gradient `g`: `Σ_n g[n, o] ⋆ x[n, c]` per
-/// group, as a grouped convolution of `x` (channels as batch) with `g` (batch as channels),
-/// stride and dilation exchanged, cut to the kernel size.
-fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[i64], pad: &[i64], dilation: &[i64], groups: usize) -> Result<Tensor> {
+/// The weight gradient of `conv(x, w)` with output gradient `g`: per group, the product of `g`
+/// (out channels × positions) with the input's sliding windows (positions × in channels ·
+/// kernel), the windows being strided views of the padded input (one copy, as im2col).
+fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[i64], pad_: &[i64], dilation: &[i64], groups: usize) -> Result<Tensor> {
     let dims = kernel.len();
-    let (n, cin) = (x.shape()[0] as i64, x.shape()[1] as i64);
-    let cig = cin / groups as i64;
-    let spatial: Vec<i64> = x.shape()[2..].iter().map(|&s| s as i64).collect();
-    let grouped: Vec<i64> = [n, groups as i64, cig].into_iter().chain(spatial.iter().copied()).collect();
-    let mut order: Vec<i64> = vec![2, 1, 0];
-    order.extend(3..3 + dims as i64);
-    let merged: Vec<i64> = [cig, groups as i64 * n].into_iter().chain(spatial.iter().copied()).collect();
-    let xt = x.reshape(&grouped)?.permute(&order)?.reshape(&merged)?;
-    let gt = g.transpose(0, 1)?;
-    let r = conv_kernel(&xt, &gt, None, dilation, ConvPadding::Explicit(pad), stride, groups as i64, dims)?.transpose(0, 1)?;
-    let mut w = r;
-    for (i, &k) in kernel.iter().enumerate() {
-        w = w.narrow(2 + i as i64, 0, k as i64)?;
+    let (n, cin, cout) = (x.shape()[0] as i64, x.shape()[1] as i64, g.shape()[1] as i64);
+    let (gr, cig, cog) = (groups as i64, cin / groups as i64, cout / groups as i64);
+    let pads: Vec<i64> = pad_.iter().rev().flat_map(|&p| [p, p]).collect();
+    let mut win = if pads.iter().any(|&p| p != 0) { pad(x, &pads, PadMode::Constant(Scalar::Int(0)))? } else { x.clone() };
+    for i in 0..dims {
+        let span = (kernel[i] - 1) * dilation[i] as usize + 1;
+        win = win.unfold(2 + i as i64, span, stride[i] as usize)?;
+        if dilation[i] > 1 {
+            win = win.slice(-1, None, None, dilation[i])?;
+        }
     }
-    Ok(w)
+    // win: [N, Cin, *out, *kernel] -> [G, Cin/G·kernel, N·out]: output positions innermost,
+    // so the copy moves whole rows of the input rather than kernel-sized runs.
+    let out: Vec<i64> = win.shape()[2..2 + dims].iter().map(|&d| d as i64).collect();
+    let (ovol, kvol): (i64, i64) = (out.iter().product(), kernel.iter().product::<usize>() as i64);
+    let split: Vec<i64> = [n, gr, cig].into_iter().chain(out.iter().copied()).chain(kernel.iter().map(|&k| k as i64)).collect();
+    let mut order: Vec<i64> = vec![1, 2];
+    order.extend(3 + dims as i64..3 + 2 * dims as i64);
+    order.push(0);
+    order.extend(3..3 + dims as i64);
+    let cols = win.view(&split)?.permute(&order)?.reshape(&[gr, cig * kvol, n * ovol])?;
+    let grads = g.reshape(&[n, gr, cog, ovol])?.permute(&[1, 2, 0, 3])?.reshape(&[gr, cog, n * ovol])?;
+    let mut shape = vec![cout, cig];
+    shape.extend(kernel.iter().map(|&k| k as i64));
+    matmul(&grads, &cols.transpose(1, 2)?)?.reshape(&shape)
 }
 
 /// `conv` recorded for autograd (`ops::conv::conv` sends tracked calls here).

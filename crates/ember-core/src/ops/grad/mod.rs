@@ -59,9 +59,20 @@ pub(crate) fn bin(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     binary(op, Operand::Tensor(a), Operand::Tensor(b))
 }
 
-/// `g` where `mask`, zero elsewhere.
+/// `g` where `mask`, zero elsewhere. Outside create_graph (nothing to record) this is one fused
+/// pass rather than `where`, since masks are most of what elementwise backward passes do.
 pub(crate) fn keep(mask: &Tensor, g: &Tensor) -> Result<Tensor> {
-    where_(mask, Operand::Tensor(g), Operand::Scalar(Scalar::Float(0.0)))
+    if crate::autograd::is_grad_enabled() {
+        return where_(mask, Operand::Tensor(g), Operand::Scalar(Scalar::Float(0.0)));
+    }
+    let shape = crate::layout::broadcast_shapes(mask.shape(), g.shape())?;
+    let (m, v) = (mask.to_dtype(crate::DType::Bool).broadcast_to(&shape)?, g.broadcast_to(&shape)?);
+    let out = Tensor::uninit_like(&shape, g.dtype(), Some(g));
+    crate::with_dtype!(g.dtype(), T, {
+        let zero = <T as crate::Element>::from_f64(0.0);
+        super::map::binary_into::<T, bool, T>(&v, &m, &out, move |x, k| if k { x } else { zero })
+    });
+    Ok(out)
 }
 
 /// `a` where `mask`, `b` elsewhere.

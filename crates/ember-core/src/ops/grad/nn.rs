@@ -175,10 +175,10 @@ pub(crate) fn record_instance_norm(x: &Tensor, weight: Option<&Tensor>, bias: Op
 pub(crate) fn record_nll_loss(input: &Tensor, coef: Tensor, safe_target: Tensor, loss: &Tensor) -> Result<()> {
     let class_dim = if input.ndim() == 1 { 0 } else { 1 };
     let shape = input.shape().to_vec();
-    record("NllLossBackward0", &[input], &[loss], &[], move |_, g| {
-        let c = mul(&coef, &g[0])?;
+    record("NllLossBackward0", &[input], &[loss], &[&coef, &safe_target], move |ctx, g| {
+        let c = mul(&ctx.saved(0)?, &g[0])?;
         let at = |t: &Tensor| if shape.len() == 1 { t.reshape(&[1]) } else { t.unsqueeze(class_dim as i64) };
-        Ok(vec![Some(gather_adjoint(&at(&c)?, class_dim as i64, &at(&safe_target)?, &shape)?)])
+        Ok(vec![Some(gather_adjoint(&at(&c)?, class_dim as i64, &at(&ctx.saved(1)?)?, &shape)?)])
     })
 }
 

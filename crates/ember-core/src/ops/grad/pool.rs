@@ -79,9 +79,9 @@ pub(crate) fn record_pad(x: &Tensor, pads: &[i64], mode: PadMode, y: &Tensor) ->
         PadMode::Replicate => "ReplicationPadBackward0",
         PadMode::Circular => "CircularPadBackward0",
     };
-    record(name, &[x], &[y], &[], move |_, g| {
-        let g2 = keep(&valid, &g[0].reshape(&[lead as i64, -1])?)?;
-        let idx = map.expand(&[lead as i64, -1])?;
+    record(name, &[x], &[y], &[&map, &valid], move |ctx, g| {
+        let g2 = keep(&ctx.saved(1)?, &g[0].reshape(&[lead as i64, -1])?)?;
+        let idx = ctx.saved(0)?.expand(&[lead as i64, -1])?;
         Ok(vec![Some(gather_adjoint(&g2, 1, &idx, &[lead, inner])?.reshape(&dims_i)?)])
     })
 }
