@@ -163,13 +163,13 @@ unsafe fn run<const NV: usize>(c: &Conv2d, images: usize, planes: &[f32], w: *co
         let group = (n % c.groups) * c.out_channels;
         let p0 = pb * block;
         let stores: [Store; NV] = std::array::from_fn(|v| Store::new(c, p0 + v * LANES, wq));
-        for cb in cc * co_per..((cc + 1) * co_per).min(co_blocks) {
-            let co0 = cb * CO;
-            let rows = (c.out_channels - co0).min(CO);
-            let init: [f32; CO] = std::array::from_fn(|j| bias.map_or(0.0, |b| *b.at((group + co0 + j.min(rows - 1)) as isize)));
-            for k0 in (0..k).step_by(chunk) {
+        for k0 in (0..k).step_by(chunk) {
+            let offsets = &offsets[k0..(k0 + chunk).min(k)];
+            for cb in cc * co_per..((cc + 1) * co_per).min(co_blocks) {
+                let co0 = cb * CO;
+                let rows = (c.out_channels - co0).min(CO);
+                let init: [f32; CO] = std::array::from_fn(|j| bias.map_or(0.0, |b| *b.at((group + co0 + j.min(rows - 1)) as isize)));
                 let weights: [*const f32; CO] = std::array::from_fn(|j| wp.at(((group + co0 + j.min(rows - 1)) * k + k0) as isize) as *const f32);
-                let offsets = &offsets[k0..(k0 + chunk).min(k)];
                 micro_kernel::<NV>(image.add(p0), offsets, &weights, &init, k0 > 0, &stores, image_out.add(co0 * out_plane), out_plane, rows);
             }
         }
@@ -235,6 +235,33 @@ unsafe fn micro_kernel<const NV: usize>(x: *const f32, offsets: &[usize], weight
             };
         }
     }
+    let acc = accumulate::<NV>(acc, x, offsets, weights);
+    for j in 0..CO {
+        for v in 0..NV {
+            let s = stores[v];
+            if j < rows && s.mask != 0 {
+                let packed = _mm512_maskz_compress_ps(s.mask, acc[j][v]);
+                let n = s.mask.count_ones();
+                let keep = if n == 16 { u16::MAX } else { (1u16 << n) - 1 };
+                _mm512_mask_storeu_ps(out.add(j * out_plane + s.first), keep, packed);
+            }
+        }
+    }
+}
+
+/// The reduction itself, kept out of line: the prologue and epilogue index `acc` at run time,
+/// and sharing a body with them would make LLVM store every accumulator on each step.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline(never)]
+#[allow(clippy::needless_range_loop)]
+unsafe fn accumulate<const NV: usize>(
+    mut acc: [[std::arch::x86_64::__m512; NV]; CO],
+    x: *const f32,
+    offsets: &[usize],
+    weights: &[*const f32; CO],
+) -> [[std::arch::x86_64::__m512; NV]; CO] {
+    use std::arch::x86_64::*;
     for (k, &off) in offsets.iter().enumerate() {
         let src = x.add(off);
         let mut xs = [_mm512_setzero_ps(); NV];
@@ -248,16 +275,5 @@ unsafe fn micro_kernel<const NV: usize>(x: *const f32, offsets: &[usize], weight
             }
         }
     }
-    // A constant trip count with a test (not `0..rows`) keeps `acc` in registers.
-    for j in 0..CO {
-        for v in 0..NV {
-            let s = stores[v];
-            if j < rows && s.mask != 0 {
-                let packed = _mm512_maskz_compress_ps(s.mask, acc[j][v]);
-                let n = s.mask.count_ones();
-                let keep = if n == 16 { u16::MAX } else { (1u16 << n) - 1 };
-                _mm512_mask_storeu_ps(out.add(j * out_plane + s.first), keep, packed);
-            }
-        }
-    }
+    acc
 }

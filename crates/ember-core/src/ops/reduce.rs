@@ -147,9 +147,10 @@ fn mean_of<A: num_traits::Float>(sum: A, n: usize) -> A {
 }
 
 
-/// Folds `len` elements at `p` (stride `s`) into `acc`, 8 lanes at a time when contiguous.
+/// Folds `len` elements at `p` (stride `s`) into `acc`. Contiguous runs go through `N`
+/// independent lanes (then 8): several vector chains, since one is bound by the add latency.
 #[inline(always)]
-unsafe fn fold_run<T: Copy, A: Copy>(
+unsafe fn fold_run<const N: usize, T: Copy, A: Copy>(
     p: *const T,
     len: usize,
     s: isize,
@@ -158,30 +159,55 @@ unsafe fn fold_run<T: Copy, A: Copy>(
     load: &impl Fn(T) -> A,
     step: &impl Fn(A, A) -> A,
 ) -> A {
+    let mut acc = acc;
     if s != 1 {
-        let mut acc = acc;
         for k in 0..len as isize {
             acc = step(acc, load(*p.offset(k * s)));
         }
         return acc;
     }
-    let mut lanes = [init; 8];
-    let full = len / 8 * 8;
     let mut k = 0;
-    while k < full {
-        for l in 0..8 {
-            lanes[l] = step(lanes[l], load(*p.add(k + l)));
-        }
-        k += 8;
-    }
-    let mut acc = acc;
-    for l in lanes {
-        acc = step(acc, l);
-    }
-    for k in full..len {
+    let wide = fold_lanes::<N, T, A>(p, &mut k, len, init, load, step);
+    let narrow = fold_lanes::<8, T, A>(p, &mut k, len, init, load, step);
+    acc = step(acc, step(fold_tree(wide, step), fold_tree(narrow, step)));
+    for k in k..len {
         acc = step(acc, load(*p.add(k)));
     }
     acc
+}
+
+/// Folds `N` lanes (a power of two) by halves: a chain through every lane would cost more
+/// than the main loop on rows of a few thousand elements.
+#[inline(always)]
+fn fold_tree<const N: usize, A: Copy>(mut lanes: [A; N], step: &impl Fn(A, A) -> A) -> A {
+    let mut n = N;
+    while n > 1 {
+        n /= 2;
+        for i in 0..n {
+            lanes[i] = step(lanes[i], lanes[i + n]);
+        }
+    }
+    lanes[0]
+}
+
+/// Folds whole groups of `N` elements from `*k` on into `N` lanes. The lanes are rebuilt by
+/// value, not updated in place: that is what lets LLVM keep them in vector registers.
+#[inline(always)]
+unsafe fn fold_lanes<const N: usize, T: Copy, A: Copy>(
+    p: *const T,
+    k: &mut usize,
+    len: usize,
+    init: A,
+    load: &impl Fn(T) -> A,
+    step: &impl Fn(A, A) -> A,
+) -> [A; N] {
+    let mut lanes = [init; N];
+    while *k + N <= len {
+        let q = p.add(*k);
+        lanes = std::array::from_fn(|l| step(lanes[l], load(*q.add(l))));
+        *k += N;
+    }
+    lanes
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -195,7 +221,7 @@ unsafe fn fold_run_avx2<T: Copy, A: Copy>(
     load: &impl Fn(T) -> A,
     step: &impl Fn(A, A) -> A,
 ) -> A {
-    fold_run(p, len, s, init, acc, load, step)
+    fold_run::<32, T, A>(p, len, s, init, acc, load, step)
 }
 
 unsafe fn fold_any<T: Copy, A: Copy>(
@@ -211,7 +237,7 @@ unsafe fn fold_any<T: Copy, A: Copy>(
     if super::map::has_avx2() {
         return fold_run_avx2(p, len, s, init, acc, load, step);
     }
-    fold_run(p, len, s, init, acc, load, step)
+    fold_run::<8, T, A>(p, len, s, init, acc, load, step)
 }
 
 #[allow(clippy::too_many_arguments)]
