@@ -31,6 +31,8 @@ class _Unpickler(pickle.Unpickler):
         self._source, self._persistent_load, self._weights_only = source, persistent_load, weights_only
 
     def find_class(self, module, name):
+        if module == "__builtin__":  # protocol-2 pickles use Python 2's name (`set`, `frozenset`)
+            module = "builtins"
         found = _rebuild.ALLOWED.get((module, name))
         if found is not None:
             return found
