@@ -12,6 +12,7 @@ import pickle
 import struct
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -22,7 +23,8 @@ from ember.serialization import _rebuild
 from ember.serialization._rebuild import Storage, StorageType
 from ember.serialization._save import LEGACY_PROTOCOL_VERSION, MAGIC_NUMBER
 
-_CHUNK = 16 << 20  # reads from a zip record go through zipfile (CRC-checked) this much at a time
+_CHUNK = 1 << 30  # the most one readinto call asks for
+_INFLATE_CHUNK = 16 << 20  # a compressed record is inflated this much at a time (a staging copy)
 
 
 class _Unpickler(pickle.Unpickler):
@@ -98,10 +100,10 @@ def _new_bytes(nbytes):
     return data, memoryview(np.asarray(data))
 
 
-def _read_exactly(read_into, view, what):
+def _read_exactly(read_into, view, what, chunk=_CHUNK):
     pos = 0
     while pos < len(view):
-        n = read_into(view[pos:pos + _CHUNK])
+        n = read_into(view[pos:pos + chunk])
         if not n:
             raise RuntimeError(f"{what} is truncated: expected {len(view)} bytes, found {pos}")
         pos += n
@@ -114,7 +116,7 @@ def _byteswap(data, itemsize):
 
 class _ZipCheckpoint:
     def __init__(self, f, source, locations, mapped):
-        self.source, self.locations, self.mapped = source, locations, mapped
+        self.stream, self.source, self.locations, self.mapped = f, source, locations, mapped
         self.zf = zipfile.ZipFile(f)
         self.prefix = self._prefix()
         order = self._record("byteorder")
@@ -161,11 +163,27 @@ class _ZipCheckpoint:
         data = self._mapped(info, nbytes, itemsize) if self.mapped is not None else None
         if data is None:
             data, view = _new_bytes(nbytes)
-            with self.zf.open(info) as r:
-                _read_exactly(r.readinto, view, what)
+            if info.compress_type == zipfile.ZIP_STORED:
+                self._read_stored(info, view, what)
+            else:
+                with self.zf.open(info) as r:  # zipfile checks the CRC
+                    _read_exactly(r.readinto, view, what, _INFLATE_CHUNK)
         if self.swap:
             _byteswap(data, itemsize)
         return data
+
+    def _read_stored(self, info, view, what):
+        """An uncompressed record read straight into `view` (no staging copy), then CRC-checked."""
+        f = self.stream
+        f.seek(info.header_offset)
+        header = f.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise RuntimeError(f"{what}: bad local file header")
+        name_len, extra_len = struct.unpack("<HH", header[26:30])
+        f.seek(info.header_offset + 30 + name_len + extra_len)
+        _read_exactly(f.readinto, view, what)
+        if zlib.crc32(view) != info.CRC:
+            raise RuntimeError(f"{what}: Bad CRC-32 (the file is corrupt)")
 
     def _mapped(self, info, nbytes, itemsize):
         """The record's bytes inside the copy-on-write file mapping, when stored and aligned."""
