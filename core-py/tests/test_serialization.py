@@ -362,3 +362,14 @@ def test_not_a_checkpoint(tmp_path):
         ember.load(tmp_path / "missing.pt")
     with pytest.raises(AttributeError, match="write"):
         ember.save(ember.ones(1), 42)
+
+
+@pytest.mark.parametrize("target", [b"ctorch\nTensor\n", b"ctorch._utils\n_rebuild_tensor_v2\n", b"ctorch\nFloatStorage\n",
+                                    b"ctorch\nSize\n", b"ctorch\nfloat32\n"])
+def test_build_cannot_change_shared_objects(tmp_path, target):
+    # BUILD with (None, {"abs": 1}): setattr(target, "abs", 1) on an object every load shares.
+    path = tmp_path / "build.pt"
+    path.write_bytes(zip_with_pickle(b"\x80\x02" + target + b"N}X\x03\x00\x00\x00absK\x01s\x86b."))
+    with pytest.raises(pickle.UnpicklingError, match=str(path)):
+        ember.load(path)
+    assert callable(ember.Tensor.abs) and not hasattr(ember.float32, "abs") and not hasattr(ember.Size, "abs")

@@ -329,6 +329,6 @@ def _read_checkpoint(stream, source, is_zip, locations, mapped, weights_only, pi
     except pickle.UnpicklingError as e:
         msg = str(e)
         raise pickle.UnpicklingError(msg if source in msg else f"{source}: {msg}") from None
-    except (TypeError, ValueError, KeyError, IndexError) as e:
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
         # A malformed pickle calls an allowed rebuild with arguments of the wrong kind.
         raise pickle.UnpicklingError(f"{source} is corrupt: {type(e).__name__}: {e}") from e

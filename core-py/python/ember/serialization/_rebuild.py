@@ -1,7 +1,10 @@
 """What a checkpoint's pickle may name, and the Ember objects each name rebuilds.
 
-`ALLOWED` maps (module, name) to the callable or value the unpickler hands back for it; every other
-global is refused. Each rebuild function checks its arguments, since they come from the file.
+`ALLOWED` maps (module, name) to the object the unpickler hands back for it; every other global is
+refused. Each rebuild function checks its arguments, since they come from the file. Functions and
+classes are handed out wrapped in `Global`, whose `__setstate__` refuses the pickle's BUILD opcode:
+otherwise a file could set attributes on objects every later load shares (a function's defaults,
+`ember.Tensor`'s methods).
 """
 import builtins
 import collections
@@ -12,8 +15,31 @@ from ember import _C
 from ember.serialization._names import DTYPE_NAMES, STORAGE_DTYPE
 
 
+def _refuse_state(obj, state):
+    raise pickle.UnpicklingError(f"a checkpoint may not set the state of {obj!r}")
+
+
+class Global:
+    """An allowed function or class as the unpickler hands it out: callable, and closed to BUILD."""
+
+    __slots__ = ("name", "fn")
+    __setstate__ = _refuse_state
+
+    def __init__(self, name, fn):
+        self.name, self.fn = name, fn
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __repr__(self):
+        return self.name
+
+
 class StorageType:
     """Stands for `torch.FloatStorage` etc. (`dtype` None: `torch.UntypedStorage`, bytes)."""
+
+    __slots__ = ("name", "dtype")
+    __setstate__ = _refuse_state
 
     def __init__(self, name, dtype):
         self.name, self.dtype = name, dtype
@@ -25,6 +51,8 @@ class StorageType:
 class Storage:
     """A checkpoint storage: its bytes as a uint8 tensor, the dtype it was saved as, and for the
     legacy format's storage views an element offset into a shared root."""
+
+    __setstate__ = _refuse_state
 
     def __init__(self, data, dtype, offset=0):
         self.data, self.dtype, self.offset = data, dtype, offset
@@ -131,9 +159,10 @@ _TENSOR_REBUILDS = (rebuild_tensor, rebuild_tensor_v2, rebuild_tensor_v3)
 
 def rebuild_from_type_v2(func, new_type, args, state):
     """A tensor saved with extra attributes: `func(*args)`, then the attributes."""
-    if func not in _TENSOR_REBUILDS or new_type is not _C.Tensor or not isinstance(args, tuple):
+    rebuild = getattr(func, "fn", None)
+    if rebuild not in _TENSOR_REBUILDS or getattr(new_type, "fn", None) is not _C.Tensor or not isinstance(args, tuple):
         raise pickle.UnpicklingError(f"cannot rebuild a tensor of type {new_type!r} with {func!r}")
-    return _set_state(func(*args), state)
+    return _set_state(rebuild(*args), state)
 
 
 def load_from_bytes(b):
@@ -157,15 +186,7 @@ def _encode(text, encoding="latin1"):
     return text.encode("latin1")
 
 
-def _device(*args):
-    return ember.device(*args)
-
-
-ALLOWED = {
-    ("collections", "OrderedDict"): collections.OrderedDict,
-    ("builtins", "set"): builtins.set,
-    ("builtins", "frozenset"): builtins.frozenset,
-    ("_codecs", "encode"): _encode,
+_FUNCTIONS = {
     ("torch._utils", "_rebuild_tensor"): rebuild_tensor,
     ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,
     ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
@@ -174,9 +195,18 @@ ALLOWED = {
     ("torch._tensor", "_rebuild_from_type_v2"): rebuild_from_type_v2,
     ("torch", "Tensor"): _C.Tensor,
     ("torch.storage", "_load_from_bytes"): load_from_bytes,
-    ("torch", "UntypedStorage"): StorageType("UntypedStorage", None),
     ("torch", "Size"): ember.Size,
-    ("torch", "device"): _device,
+    ("torch", "device"): ember.device,
+    ("_codecs", "encode"): _encode,
+}
+
+ALLOWED = {
+    # Built-in types are immutable, so they are handed out as they are.
+    ("collections", "OrderedDict"): collections.OrderedDict,
+    ("builtins", "set"): builtins.set,
+    ("builtins", "frozenset"): builtins.frozenset,
+    **{key: Global(".".join(key), fn) for key, fn in _FUNCTIONS.items()},
+    ("torch", "UntypedStorage"): StorageType("UntypedStorage", None),
     **{("torch", name): StorageType(name, dtype) for name, dtype in STORAGE_DTYPE.items()},
     **{("torch", name): dtype for name, dtype in DTYPE_NAMES.items()},
 }
