@@ -373,3 +373,14 @@ def test_build_cannot_change_shared_objects(tmp_path, target):
     with pytest.raises(pickle.UnpicklingError, match=str(path)):
         ember.load(path)
     assert callable(ember.Tensor.abs) and not hasattr(ember.float32, "abs") and not hasattr(ember.Size, "abs")
+
+
+def test_storage_sizes_beyond_the_file_are_refused_before_allocating(tmp_path):
+    # A legacy pickle whose storage claims 2**50 floats, in a file of a few hundred bytes.
+    pid = b"(X\x07\x00\x00\x00storagectorch\nFloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpu\x8a\x07\x00\x00\x00\x00\x00\x00\x04NtQ"
+    pkl = b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n(" + pid + b"K\x00K\x01\x85K\x01\x85\x89}tR."
+    head = b"".join(pickle.dumps(x, protocol=2) for x in (0x1950A86A20F9469CFC6C, 1001, {"little_endian": True}))
+    path = tmp_path / "huge.pt"
+    path.write_bytes(head + pkl + pickle.dumps(["0"], protocol=2))
+    with pytest.raises(RuntimeError, match="more than the file holds"):
+        ember.load(path)

@@ -24,6 +24,7 @@ from ember.serialization._rebuild import Storage, StorageType
 from ember.serialization._save import LEGACY_PROTOCOL_VERSION, MAGIC_NUMBER
 
 _CHUNK = 1 << 30  # the most one readinto call asks for
+_MAX_INFLATE = 1032  # deflate's largest expansion: a record's size claim is checked against it
 _INFLATE_CHUNK = 16 << 20  # a compressed record is inflated this much at a time (a staging copy)
 
 
@@ -117,6 +118,9 @@ def _byteswap(data, itemsize):
 class _ZipCheckpoint:
     def __init__(self, f, source, locations, mapped):
         self.stream, self.source, self.locations, self.mapped = f, source, locations, mapped
+        start = f.tell()
+        self.size = f.seek(0, io.SEEK_END) - start
+        f.seek(start)
         self.zf = zipfile.ZipFile(f)
         self.prefix = self._prefix()
         order = self._record("byteorder")
@@ -159,6 +163,8 @@ class _ZipCheckpoint:
             raise RuntimeError(f"{what} is missing")
         if info.file_size != nbytes:
             raise RuntimeError(f"{what} holds {info.file_size} bytes but its storage needs {nbytes}")
+        if info.compress_size > self.size or nbytes > _MAX_INFLATE * info.compress_size + 64:
+            raise RuntimeError(f"{what} claims {nbytes} bytes, more than the file can hold")
         itemsize = 1 if dtype is None else dtype.itemsize
         data = self._mapped(info, nbytes, itemsize) if self.mapped is not None else None
         if data is None:
@@ -203,6 +209,11 @@ class _LegacyCheckpoint:
     def __init__(self, f, source, locations):
         self.f, self.source, self.locations = f, source, locations
         self.roots, self.views = {}, {}
+        # What the storages may claim in all: no more bytes than the file holds, so a corrupt
+        # count is an error here rather than a huge allocation.
+        start = f.tell()
+        self.budget = f.seek(0, io.SEEK_END) - start
+        f.seek(start)
 
     def close(self):
         pass
@@ -222,6 +233,8 @@ class _LegacyCheckpoint:
         keys = self._plain()
         if not isinstance(keys, list):
             raise pickle.UnpicklingError(f"{self.source}: expected the list of storage keys, got {type(keys).__name__}")
+        if sorted(keys, key=repr) != sorted(self.roots, key=repr):
+            raise RuntimeError(f"{self.source}: the storage keys {keys!r:.200} do not match the pickle's storages")
         for key in keys:
             self._fill(key, swap)
         return obj
@@ -230,6 +243,9 @@ class _LegacyCheckpoint:
         dtype, key, location, nbytes = _storage_pid(pid, 6)
         root = self.roots.get(key)
         if root is None:
+            self.budget -= nbytes + 8
+            if self.budget < 0:
+                raise RuntimeError(f"{self.source} is truncated or corrupt: storage {key!r:.50} claims {nbytes} bytes, more than the file holds")
             root = self.roots[key] = self.locations.place(Storage(_new_bytes(nbytes)[0], dtype), location)
         view = pid[5]
         if view is None:
@@ -238,12 +254,12 @@ class _LegacyCheckpoint:
         if not (isinstance(view, tuple) and len(view) == 3 and all(type(v) is int and v >= 0 for v in view[1:])):
             raise pickle.UnpicklingError(f"{self.source}: malformed storage view {view!r:.100}")
         view_key, offset, _ = view
-        return self.views.setdefault(view_key, Storage(root.data, dtype, offset))
+        if view_key not in self.views:
+            self.views[view_key] = Storage(root.data, dtype, offset, shared_roots=root)
+        return self.views[view_key]
 
     def _fill(self, key, swap):
-        storage = self.roots.get(key)
-        if storage is None:
-            raise RuntimeError(f"{self.source}: storage key {key!r:.50} does not name a storage of the pickle")
+        storage = self.roots[key]
         what = f"{self.source}: storage {key}"
         count = self.f.read(8)
         if len(count) != 8:

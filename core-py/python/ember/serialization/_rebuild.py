@@ -54,9 +54,10 @@ class Storage:
 
     __setstate__ = _refuse_state
 
-    def __init__(self, data, dtype, offset=0):
+    def __init__(self, data, dtype, offset=0, shared_roots=None):
         self.data, self.dtype, self.offset = data, dtype, offset
-        self._roots = {}
+        # A legacy storage view shares its root's typed tensors (one version counter).
+        self._roots = {} if shared_roots is None else shared_roots._roots
 
     def root(self, dtype):
         """The storage as a 1-d tensor of `dtype`; one per dtype, so tensors on it share memory
@@ -96,8 +97,14 @@ def _tensor_on(storage, storage_offset, size, stride, dtype=None):
         raise pickle.UnpicklingError(f"tensor layout does not fit its storage: {e}") from None
 
 
+def _check_flag(requires_grad):
+    if type(requires_grad) is not bool:
+        raise pickle.UnpicklingError(f"requires_grad must be a bool, got {type(requires_grad).__name__}")
+    return requires_grad
+
+
 def _requires_grad(t, requires_grad):
-    if requires_grad:
+    if _check_flag(requires_grad):
         t.requires_grad_(True)
     return t
 
@@ -125,7 +132,7 @@ def make_parameter(data, requires_grad):
     tensor itself, as a leaf with the saved `requires_grad`."""
     param = getattr(ember.nn, "Parameter", None)
     if param is not None:
-        return param(data, requires_grad)
+        return param(data, _check_flag(requires_grad))
     return _requires_grad(data, requires_grad)
 
 
@@ -147,7 +154,7 @@ def _set_state(obj, state):
 
 
 def rebuild_parameter(data, requires_grad, backward_hooks):
-    return make_parameter(_check_tensor(data), bool(requires_grad))
+    return make_parameter(_check_tensor(data), requires_grad)
 
 
 def rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
