@@ -17,7 +17,6 @@ import zlib
 import numpy as np
 
 import ember
-from ember import _C
 from ember._device import check_cpu
 from ember.serialization import _rebuild
 from ember.serialization._rebuild import Storage, StorageType
