@@ -10,6 +10,7 @@ mod index;
 mod nn_spatial;
 mod nn_core;
 mod ops;
+mod serialize;
 mod sort;
 mod tensor;
 mod text;
@@ -34,5 +35,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_spatial::register(m)?;
     nn_core::register(m)?;
     autograd::register(m)?;
+    serialize::register(m)?;
     Ok(())
 }

@@ -7,6 +7,7 @@ pub mod error;
 pub mod layout;
 pub mod ops;
 pub mod parallel;
+pub mod serialize;
 pub mod storage;
 pub mod strided;
 pub mod tensor;
