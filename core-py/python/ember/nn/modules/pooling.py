@@ -36,12 +36,21 @@ class MaxPool3d(_MaxPoolNd):
     _functional = staticmethod(F.max_pool3d)
 
 
+def _single(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
 class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
+        self._store(kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+    def _store(self, kernel_size, stride, padding, ceil_mode, count_include_pad):
+        # AvgPool1d keeps its sizes as 1-tuples, as PyTorch does (its repr shows them so).
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, input):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
@@ -56,6 +65,11 @@ class _AvgPoolNd(AvgPool1d):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
         super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
         self.divisor_override = divisor_override
+
+    def _store(self, kernel_size, stride, padding, ceil_mode, count_include_pad):
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
 
     def forward(self, input):
         return type(self)._functional(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,

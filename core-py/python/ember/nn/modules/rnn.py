@@ -212,10 +212,6 @@ class RNN(RNNBase):
         h_n = ember.stack(finals)
         return self._finish(out, batched), h_n if batched else h_n.squeeze(1)
 
-    def extra_repr(self):
-        s = super().extra_repr()
-        return s + (f", nonlinearity={self.nonlinearity}" if self.nonlinearity != "tanh" else "")
-
 
 class GRU(RNNBase):
     def __init__(self, *args, **kwargs):
