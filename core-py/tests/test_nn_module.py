@@ -212,7 +212,7 @@ def test_repr_matches_pytorch_layout():
     assert repr(net) == (
         "Net(\n"
         "  (fc1): Linear(in_features=3, out_features=4, bias=True)\n"
-        "  (bn): BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)\n"
+        "  (bn): BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)\n"
         "  (fc2): Linear(in_features=4, out_features=2, bias=True)\n"
         ")"
     )
