@@ -390,3 +390,23 @@ def test_train_cnn_to_high_accuracy():
     with ember.no_grad():
         accuracy = float((model(x[300:]).argmax(1) == y[300:]).float().mean())
     assert accuracy >= 0.95
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_gradients_match_torch(mode):
+    torch = pytest.importorskip("torch")
+    bag, tbag = nn.EmbeddingBag(10, 3, mode=mode, padding_idx=3), torch.nn.EmbeddingBag(10, 3, mode=mode, padding_idx=3)
+    copy_weights(torch, bag, tbag)
+    flat, offsets = np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 2, 2, 5])
+    psw = np.linspace(0.5, 2.0, 8).astype(np.float32) if mode == "sum" else None
+    w = None if psw is None else ember.tensor(psw, requires_grad=True)
+    tw = None if psw is None else torch.tensor(psw, requires_grad=True)
+    out = bag(ember.tensor(flat), ember.tensor(offsets), w)
+    tout = tbag(torch.tensor(flat), torch.tensor(offsets), tw)
+    assert_close(out, tout)
+    g = np.random.default_rng(0).standard_normal(tuple(tout.shape)).astype(np.float32)
+    (out * ember.tensor(g)).sum().backward()
+    (tout * torch.tensor(g)).sum().backward()
+    assert_close(bag.weight.grad, tbag.weight.grad)
+    if w is not None:
+        assert_close(w.grad, tw.grad)
