@@ -85,6 +85,16 @@ binops! {
 
 #[pymethods]
 impl PyTensor {
+    /// `Tensor(data, requires_grad=False)`: an alias of `data` (same storage and version
+    /// counter, no history) as an instance of the class called, so Python subclasses such as
+    /// `nn.Parameter` wrap an existing tensor (PyTorch's `Tensor._make_subclass`).
+    #[new]
+    #[pyo3(signature = (data, requires_grad=false))]
+    fn py_new(data: PyRef<'_, PyTensor>, requires_grad: bool) -> PyResult<Self> {
+        let t = data.t.detach();
+        t.set_requires_grad(requires_grad).py()?;
+        Ok(PyTensor::new(t))
+    }
     fn __pow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         bin(py, BinaryOp::Pow, &self.t, other, false)
     }

@@ -45,7 +45,7 @@ from ember._index_api import *  # noqa: E402,F401,F403
 from ember._sort_api import *  # noqa: E402,F401,F403
 from ember._einsum import einsum  # noqa: E402,F401
 from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
-from ember import autograd, nn, return_types, utils  # noqa: E402,F401
+from ember import autograd, nn, optim, return_types, utils  # noqa: E402,F401
 from ember import safetensors, serialization  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
 from ember.autograd.grad_mode import (  # noqa: E402,F401

@@ -252,7 +252,35 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
     if max_norm is not None:
         _C.embedding_renorm_(weight, input, max_norm, norm_type)
-    return _C.embedding_bag(weight, input, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
+    with ember.no_grad():  # the native kernel records nothing; the tracked path below does
+        out = _C.embedding_bag(weight, input, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
+    tracked = weight.requires_grad or (per_sample_weights is not None and per_sample_weights.requires_grad)
+    if not (tracked and ember.is_grad_enabled()):
+        return out
+    return _embedding_bag_tracked(input, weight, offsets, mode, per_sample_weights, padding_idx, out)
+
+
+def _embedding_bag_tracked(input, weight, offsets, mode, per_sample_weights, padding_idx, out):
+    """The same bags composed from differentiable ops (embedding, index_add, gather), so
+    gradients reach `weight` and `per_sample_weights`; the native result picks max winners."""
+    n, bags, dim = input.shape[0], out.shape[0], weight.shape[1]
+    bag_of = ember.searchsorted(offsets[:bags].contiguous(), ember.arange(n), right=True) - 1
+    in_bag = (bag_of >= 0) & (bag_of < bags) & (ember.arange(n) < (offsets[bags] if offsets.shape[0] > bags else n))
+    keep = in_bag if padding_idx is None else in_bag & (input != padding_idx)
+    bag_of = _ops.clamp(bag_of, 0, max(bags - 1, 0))
+    rows = _C.embedding(weight, input, None) * keep.unsqueeze(1)._to_dtype(weight.dtype)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1)
+    if mode == "max":
+        is_max = (rows.detach() == out[bag_of]) & keep.unsqueeze(1)
+        position = ember.where(is_max, ember.arange(n).unsqueeze(1), n)
+        winner = ember.full((bags, dim), n, dtype=ember.int64).scatter_reduce(0, bag_of.unsqueeze(1).expand(n, dim), position, "amin")
+        return ember.cat([rows, ember.zeros((1, dim), dtype=rows.dtype)]).gather(0, winner)
+    total = ember.zeros((bags, dim), dtype=rows.dtype).index_add(0, bag_of, rows)
+    if mode == "sum":
+        return total
+    counts = ember.zeros(bags, dtype=rows.dtype).index_add(0, bag_of, keep._to_dtype(rows.dtype))
+    return total / _ops.clamp_min(counts, 1.0).unsqueeze(1)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -1,1 +1,2 @@
 """`ember.utils`."""
+from ember.utils import hooks  # noqa: F401
