@@ -92,6 +92,9 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
         None => x.clone(),
     };
     let d = x.dtype();
+    if d.is_complex() {
+        return super::complex_reduce::reduce_complex(op, &x, &mask, keepdim);
+    }
     if op == Mean && !d.is_float() {
         bail!(Runtime, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", d.legacy_name());
     }
@@ -215,7 +218,7 @@ unsafe fn fold_any<T: Copy, A: Copy>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
+pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
     x: &Tensor,
     mask: &[bool],
     out: &Tensor,
@@ -292,7 +295,7 @@ struct Columns<'a> {
 const COLUMN_BLOCK: usize = 256;
 
 impl Columns<'_> {
-    fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
+    pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
         &self,
         px: Ptr<T>,
         po: Ptr<O>,
