@@ -356,6 +356,7 @@ unsafe fn accumulate_any<T: Copy, A: Copy>(acc: &mut [A], p: *const T, load: &im
 /// `max`/`min` along one dim with the index of the first extreme (NaN counts as the extreme).
 /// `dim = None` reduces the flattened tensor.
 pub fn arg_reduce(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> Result<(Tensor, Tensor)> {
+    x.dtype().require_real(if max { "max_all" } else { "min_all" })?;
     crate::autograd::track(&[x], || arg_reduce_kernel(x, dim, keepdim, max), |(v, i)| {
         let d = dim.map(|d| x.wrap_dim(d)).transpose()?.filter(|_| x.ndim() > 0);
         super::grad::reduce::record_arg_reduce(x, d, keepdim, v, i, max)

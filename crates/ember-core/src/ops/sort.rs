@@ -569,6 +569,7 @@ fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Ten
 /// promoted dtype.
 pub fn searchsorted(seq: &Tensor, x: &Tensor, right: bool, sorter: Option<&Tensor>, out_int32: bool) -> Result<Tensor> {
     x.dtype().require_real("searchsorted_cpu")?;
+    seq.dtype().require_real("searchsorted_cpu")?;
     let fits = seq.ndim() == 1 || (seq.ndim() == x.ndim() && seq.shape()[..seq.ndim() - 1] == x.shape()[..x.ndim() - 1]);
     if seq.ndim() == 0 || !fits {
         bail!(Runtime, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}", seq.shape(), x.shape());
