@@ -358,3 +358,27 @@ def test_torch_parity_for_gradients():
     (ember.sin(z) * z.conj_physical()).abs().sum().backward()
     (torch.sin(tz) * tz.conj()).abs().sum().backward()
     np.testing.assert_allclose(z.grad.numpy(), tz.grad.numpy(), rtol=1e-10)
+
+
+# ---- complex convolution ----
+
+@pytest.mark.parametrize("dims,kw", [(1, dict(stride=2, padding=1)), (2, dict(padding="same")), (2, dict(groups=2, dilation=2))])
+def test_complex_conv_matches_torch(dims, kw):
+    torch = pytest.importorskip("torch")
+    x = crandn(2, 4, *([9] * dims))
+    w = crandn(6, 4 // kw.get("groups", 1), *([3] * dims))
+    b = crandn(6)
+    fn = getattr(ember.nn.functional, f"conv{dims}d")
+    tfn = getattr(torch.nn.functional, f"conv{dims}d")
+    got = fn(ember.from_numpy(x), ember.from_numpy(w), ember.from_numpy(b), **kw)
+    want = tfn(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), **kw)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_complex_conv_gradcheck_and_dtype_checks():
+    x, w = _z(1, 2, 5), _z(3, 2, 2)
+    assert gradcheck(lambda a, b: ember.nn.functional.conv1d(a, b), (x, w))
+    with pytest.raises(RuntimeError, match="should be the same"):
+        ember.nn.functional.conv1d(ember.ones(1, 2, 5, dtype=ember.complex64), ember.ones(3, 2, 2))
+    h = ember.nn.functional.conv2d(ember.ones(1, 1, 3, 3, dtype=ember.complex32), ember.ones(1, 1, 2, 2, dtype=ember.complex32) * 1j)
+    assert h.dtype == ember.complex32 and h.tolist()[0][0][0] == [4j, 4j]

@@ -264,3 +264,5 @@ for _name in ["conj", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "is_co
 _method("conj_physical_", lambda self: self.copy_(ember.conj_physical(self)))
 for _name, _d in [("cfloat", _C.complex64), ("cdouble", _C.complex128), ("chalf", _C.complex32)]:
     _method(_name, (lambda d: lambda self: self._to_dtype(d))(_d))
+_method("stft", ember.stft)
+_method("istft", ember.istft)

@@ -39,10 +39,10 @@ pub fn view_as_complex(x: &Tensor) -> Result<Tensor> {
         bail!(Runtime, "Tensor must have a last dimension with stride 1");
     }
     let (shape, strides) = (&x.shape()[..x.ndim() - 1], &x.strides()[..x.ndim() - 1]);
-    if strides.iter().zip(shape).any(|(s, &n)| s % 2 != 0 && n > 1) {
+    if strides.iter().zip(shape).any(|(s, &n)| s & 1 != 0 && n > 1) {
         bail!(Runtime, "Tensor must have a stride divisible by 2 for all but last dimension");
     }
-    if x.layout().offset() % 2 != 0 {
+    if x.layout().offset() & 1 != 0 {
         bail!(Runtime, "Tensor must have a storage_offset divisible by 2");
     }
     let strides = strides.iter().zip(shape).map(|(s, &n)| if n > 1 { s / 2 } else { 1 }).collect();

@@ -3,9 +3,10 @@
 //! with its derivative. `ember.fft` (Python) turns `n`/`s`, `dim` and the hermitian variants into
 //! calls of these.
 //!
-//! Each transform runs one dim at a time: the dim is moved last and made contiguous (a fresh
-//! buffer, never the input's), and the rows are transformed in place, groups of rows spread over
-//! the pool. float16/complex32 compute in float32, float64/complex128 in float64. The
+//! Each transform runs one dim at a time, groups of rows spread over the pool: complex
+//! transforms work in the tensor's own layout (rows along the last dim where they lie, other dims
+//! as blocks of neighbouring columns gathered into a scratch buffer), never writing the input;
+//! the real transforms read each row into a task's buffer. float16/complex32 compute in float32, float64/complex128 in float64. The
 //! normalisation is one factor applied while the last stage's rows are still in cache.
 use super::fft_plan::FftFloat;
 use super::map::Ptr;
@@ -224,26 +225,19 @@ struct Stage {
     owned: bool,
 }
 
-/// `t` with `dim` moved last, as a contiguous buffer that may be written (a copy unless `t` is
-/// already ours and `dim` already last and contiguous), and the permutation that undoes it.
-fn rows_along(t: &Tensor, owned: bool, dim: usize) -> Result<(Tensor, Vec<i64>)> {
+/// `t` with `dim` moved last, contiguous (a copy only when it is not laid out so already; the
+/// caller only reads it), and the permutation that undoes the move.
+fn rows_along(t: &Tensor, dim: usize) -> Result<(Tensor, Vec<i64>)> {
     let nd = t.ndim();
     let mut order: Vec<i64> = (0..nd as i64).filter(|&d| d != dim as i64).collect();
     order.push(dim as i64);
     let moved = t.permute(&order)?;
-    let rows = if owned && moved.is_contiguous() { moved } else { moved.contiguous_fresh() };
+    let rows = moved.contiguous();
     let mut inverse = vec![0i64; nd];
     for (i, &d) in order.iter().enumerate() {
         inverse[d as usize] = i as i64;
     }
     Ok((rows, inverse))
-}
-
-impl Tensor {
-    /// A contiguous copy that never aliases this tensor.
-    fn contiguous_fresh(&self) -> Tensor {
-        if self.is_contiguous() { self.deep_clone() } else { self.contiguous() }
-    }
 }
 
 /// Rows per task: enough points that a task outweighs its scheduling.
@@ -252,19 +246,43 @@ fn rows_per_task(n: usize, rows: usize) -> usize {
     (GRAIN / n.max(1)).max(1).min(rows.div_ceil(threads).max(1))
 }
 
+/// Columns gathered per task when the transformed dim is not the last: 16 neighbours share the
+/// cache lines each row of the gather reads.
+const COLUMNS: usize = 16;
+
+/// One complex transform along `dim`, in the tensor's own (contiguous) layout: rows along the
+/// last dim are transformed where they lie; along another dim, blocks of `COLUMNS` neighbouring
+/// columns are gathered into a scratch buffer, transformed and scattered back, so the data is
+/// read and written once and no transpose is made. In place when the buffer is ours.
 fn c2c_stage<T: FftFloat>(cur: Stage, dim: usize, forward: bool, scale: f64) -> Result<Stage> {
-    let (rows, inverse) = rows_along(&cur.t, cur.owned, dim)?;
-    let n = rows.shape()[rows.ndim() - 1];
-    let total = rows.numel();
-    if total > 0 {
-        let plan = T::complex_plan(n, forward);
-        let data = unsafe { std::slice::from_raw_parts_mut(rows.byte_ptr() as *mut Complex<T>, total) };
-        let s = T::from(scale).expect("scale fits the float type");
-        let per = rows_per_task(n, total / n);
+    // A strided input is copied by `contiguous`, and that copy is ours too.
+    let in_place = cur.owned || !cur.t.is_contiguous();
+    let src = cur.t.contiguous();
+    let out = if in_place { src.clone() } else { Tensor::uninit(src.shape(), src.dtype()) };
+    let shape = src.shape();
+    let n = shape[dim];
+    let inner: usize = shape[dim + 1..].iter().product();
+    let total = src.numel();
+    if total == 0 {
+        return Ok(Stage { t: out, owned: true });
+    }
+    let plan = T::complex_plan(n, forward);
+    let (ps, po) = (Ptr(src.byte_ptr() as *mut Complex<T>), Ptr(out.byte_ptr() as *mut Complex<T>));
+    let s = T::from(scale).expect("scale fits the float type");
+    let zero = Complex::new(T::zero(), T::zero());
+    let scratch_len = plan.get_inplace_scratch_len();
+    if inner == 1 {
+        let rows = total / n;
+        let per = rows_per_task(n, rows);
         pool().install(|| {
-            data.par_chunks_mut(n * per).for_each_init(
-                || vec![Complex::new(T::zero(), T::zero()); plan.get_inplace_scratch_len()],
-                |scratch, chunk| {
+            (0..rows.div_ceil(per)).into_par_iter().for_each_init(
+                || vec![zero; scratch_len],
+                |scratch, task| {
+                    let (r0, r1) = (task * per, ((task + 1) * per).min(rows));
+                    let chunk = unsafe { std::slice::from_raw_parts_mut(po.at((r0 * n) as isize), (r1 - r0) * n) };
+                    if !in_place {
+                        chunk.copy_from_slice(unsafe { std::slice::from_raw_parts(ps.at((r0 * n) as isize), chunk.len()) });
+                    }
                     plan.process_with_scratch(chunk, scratch);
                     if scale != 1.0 {
                         chunk.iter_mut().for_each(|z| *z = z.scale(s));
@@ -272,12 +290,49 @@ fn c2c_stage<T: FftFloat>(cur: Stage, dim: usize, forward: bool, scale: f64) -> 
                 },
             )
         });
+    } else {
+        let blocks = inner.div_ceil(COLUMNS);
+        let tasks = total / (n * inner) * blocks;
+        let min_len = (GRAIN / (n * COLUMNS)).max(1);
+        pool().install(|| {
+            (0..tasks).into_par_iter().with_min_len(min_len).for_each_init(
+                || (vec![zero; n * COLUMNS], vec![zero; scratch_len]),
+                |(buf, scratch), task| {
+                    let (outer, block) = (task / blocks, task % blocks);
+                    let first = block * COLUMNS;
+                    let width = COLUMNS.min(inner - first);
+                    let base = outer * n * inner + first;
+                    unsafe {
+                        for k in 0..n {
+                            let row = (base + k * inner) as isize;
+                            for j in 0..width {
+                                buf[j * n + k] = *ps.at(row + j as isize);
+                            }
+                        }
+                    }
+                    let cols = &mut buf[..width * n];
+                    plan.process_with_scratch(cols, scratch);
+                    if scale != 1.0 {
+                        cols.iter_mut().for_each(|z| *z = z.scale(s));
+                    }
+                    unsafe {
+                        for k in 0..n {
+                            let row = (base + k * inner) as isize;
+                            for j in 0..width {
+                                *po.at(row + j as isize) = cols[j * n + k];
+                            }
+                        }
+                    }
+                },
+            )
+        });
     }
-    Ok(Stage { t: rows.permute(&inverse)?, owned: true })
+    Ok(Stage { t: out, owned: true })
 }
 
 fn r2c_stage<T: FftFloat>(x: &Tensor, dim: usize, onesided: bool, scale: f64) -> Result<Stage> {
-    let (rows, inverse) = rows_along(x, false, dim)?;
+    // Rows are copied into a task's own buffer before the transform: the input is only read.
+    let (rows, inverse) = rows_along(x, dim)?;
     let n = rows.shape()[rows.ndim() - 1];
     let m = if onesided { n / 2 + 1 } else { n };
     let mut out_shape = rows.shape().to_vec();
@@ -316,7 +371,8 @@ fn r2c_stage<T: FftFloat>(x: &Tensor, dim: usize, onesided: bool, scale: f64) ->
 }
 
 fn c2r_stage<T: FftFloat>(x: &Tensor, dim: usize, n: usize, scale: f64) -> Result<Tensor> {
-    let (rows, inverse) = rows_along(x, false, dim)?;
+    // Rows are copied into a task's own buffer before the transform: the input is only read.
+    let (rows, inverse) = rows_along(x, dim)?;
     let m = n / 2 + 1;
     let mut out_shape = rows.shape().to_vec();
     *out_shape.last_mut().unwrap() = n;
@@ -338,7 +394,7 @@ fn c2r_stage<T: FftFloat>(x: &Tensor, dim: usize, n: usize, scale: f64) -> Resul
                         // A real signal's DC (and, for even n, Nyquist) coefficient is real:
                         // the imaginary parts there are ignored, as PyTorch and NumPy do.
                         buf[0].im = T::zero();
-                        if n % 2 == 0 {
+                        if n & 1 == 0 {
                             buf[m - 1].im = T::zero();
                         }
                         plan.process_with_scratch(buf, row, scratch).expect("imaginary parts zeroed above");
@@ -351,4 +407,74 @@ fn c2r_stage<T: FftFloat>(x: &Tensor, dim: usize, n: usize, scale: f64) -> Resul
         });
     }
     out.permute(&inverse)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::CDouble;
+
+    fn naive_dft(x: &[CDouble], forward: bool) -> Vec<CDouble> {
+        let n = x.len();
+        let sign = if forward { -1.0 } else { 1.0 };
+        (0..n)
+            .map(|k| {
+                x.iter().enumerate().fold(CDouble::new(0.0, 0.0), |acc, (j, &v)| {
+                    let a = sign * 2.0 * std::f64::consts::PI * (j * k) as f64 / n as f64;
+                    acc + v * CDouble::new(a.cos(), a.sin())
+                })
+            })
+            .collect()
+    }
+
+    fn close(a: &[CDouble], b: &[CDouble]) {
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).norm() < 1e-9, "{x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn c2c_matches_the_definition_along_each_dim() {
+        // 3 x 7 (a prime length), transformed along dim 0 (gathered columns) and dim 1 (rows).
+        let data: Vec<CDouble> = (0..21).map(|i| CDouble::new((i as f64 * 0.37).sin(), (i as f64 * 0.11).cos())).collect();
+        let x = Tensor::from_vec(data.clone(), &[3, 7]).unwrap();
+        let rows = fft_c2c(&x, &[1], Norm::Backward, true).unwrap().to_vec::<CDouble>().unwrap();
+        for r in 0..3 {
+            close(&rows[r * 7..(r + 1) * 7], &naive_dft(&data[r * 7..(r + 1) * 7], true));
+        }
+        let cols = fft_c2c(&x, &[0], Norm::Forward, false).unwrap().to_vec::<CDouble>().unwrap();
+        for c in 0..7 {
+            let col: Vec<CDouble> = (0..3).map(|r| data[r * 7 + c]).collect();
+            let want = naive_dft(&col, false);
+            close(&(0..3).map(|r| cols[r * 7 + c]).collect::<Vec<_>>(), &want);
+        }
+        assert_eq!(x.to_vec::<CDouble>().unwrap(), data, "the input is never written");
+    }
+
+    #[test]
+    fn r2c_then_c2r_round_trips_odd_and_even_lengths() {
+        for n in [1usize, 6, 9] {
+            let data: Vec<f64> = (0..2 * n).map(|i| (i as f64 * 0.7).cos()).collect();
+            let x = Tensor::from_vec(data.clone(), &[2, n]).unwrap();
+            let half = fft_r2c(&x, &[1], Norm::Ortho, true).unwrap();
+            assert_eq!(half.shape(), &[2, n / 2 + 1]);
+            let back = fft_c2r(&half, &[1], Norm::Ortho, n).unwrap().to_vec::<f64>().unwrap();
+            for (a, b) in back.iter().zip(&data) {
+                assert!((a - b).abs() < 1e-12);
+            }
+            let full = fft_r2c(&x, &[0, 1], Norm::Backward, false).unwrap();
+            let direct = fft_c2c(&x.to_dtype(DType::C128), &[0, 1], Norm::Backward, true).unwrap();
+            close(&full.to_vec::<CDouble>().unwrap(), &direct.to_vec::<CDouble>().unwrap());
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        let x = Tensor::zeros(&[4], DType::C64);
+        assert!(Norm::from_name(Some("sideways")).is_err());
+        assert!(fft_c2c(&x, &[1], Norm::Backward, true).is_err());
+        assert!(fft_c2c(&x, &[0, 0], Norm::Backward, true).is_err());
+        assert!(fft_c2r(&x, &[0], Norm::Backward, 9).is_err());
+        assert!(fft_r2c(&x, &[0], Norm::Backward, true).is_err());
+    }
 }

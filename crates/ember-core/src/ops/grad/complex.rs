@@ -41,12 +41,15 @@ fn sgn_grad(g: &Tensor, z: &Tensor, s: &Tensor) -> Result<Tensor> {
     zero_where_zero(&q, z)
 }
 
+/// `(gradient, input, output) -> input gradient`.
+type Formula = fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>;
+
 /// Records `y = op(x)` for complex `x`.
 pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, y: &Tensor) -> Result<()> {
     if !y.dtype().is_inexact() {
         return Ok(());
     }
-    let (name, f): (&'static str, fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>) = match op {
+    let (name, f): (&'static str, Formula) = match op {
         Neg => ("NegBackward0", |g, _, _| neg(g)),
         Conj => ("ConjPhysicalBackward0", |g, _, _| conj(g)),
         Abs => ("AbsBackward0", |g, x, _| mul(g, &apply(Sgn, x)?)),
