@@ -1,4 +1,5 @@
 """A short tour of Ember: run by `make demo`."""
+import math
 import time
 
 import numpy as np
@@ -30,6 +31,19 @@ elapsed = time.perf_counter() - start
 print(f"\n{n}x{n} float32 matmul: {2 * n**3 / elapsed / 1e9:.1f} GFLOP/s")
 np.testing.assert_allclose(p.numpy(), m.numpy() @ m.numpy(), rtol=1e-3, atol=1e-3)
 print("matches NumPy: yes")
+
+# Complex numbers and ember.fft: a two-tone signal's spectrum, and an STFT round trip.
+rate = 8000
+tone = ember.arange(rate) / rate
+signal = ember.sin(2 * math.pi * 440 * tone) + 0.5 * ember.sin(2 * math.pi * 1000 * tone)
+spectrum = ember.fft.rfft(signal)
+freqs = ember.fft.rfftfreq(rate, 1 / rate)
+print("\nrfft of 440 Hz + 1 kHz: peaks at", sorted(freqs[spectrum.abs().topk(2).indices].tolist()), "Hz |",
+      spectrum.dtype, "| view_as_real shares memory:", ember.view_as_real(spectrum)._same_storage(spectrum))
+window = ember.hann_window(256)
+spec = ember.stft(signal, 256, hop_length=64, window=window, return_complex=True)
+back = ember.istft(spec, 256, hop_length=64, window=window, length=rate)
+print("stft", tuple(spec.shape), "-> istft round trip max error:", f"{(back - signal).abs().max().item():.1e}")
 
 # emberdata: a shuffled DataPipe graph batched into ember tensors, and a mid-epoch resume.
 from emberdata import DataLoader  # noqa: E402
