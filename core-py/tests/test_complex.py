@@ -382,3 +382,21 @@ def test_complex_conv_gradcheck_and_dtype_checks():
         ember.nn.functional.conv1d(ember.ones(1, 2, 5, dtype=ember.complex64), ember.ones(3, 2, 2))
     h = ember.nn.functional.conv2d(ember.ones(1, 1, 3, 3, dtype=ember.complex32), ember.ones(1, 1, 2, 2, dtype=ember.complex32) * 1j)
     assert h.dtype == ember.complex32 and h.tolist()[0][0][0] == [4j, 4j]
+
+
+def test_scatter_index_add_and_indexing_gradients_on_complex():
+    a = crandn(3, 4)
+    t = ember.from_numpy(a.copy())
+    idx = ember.tensor([[0, 1, 2, 0]])
+    src = ember.from_numpy(crandn(1, 4))
+    want = a.copy()
+    want[idx.numpy()[0], np.arange(4)] = src.numpy()[0]
+    np.testing.assert_array_equal(t.scatter(0, idx, src).numpy(), want)
+    added = ember.zeros(3, 4, dtype=ember.complex128).index_add(0, ember.tensor([0, 2, 0]), ember.from_numpy(a))
+    np.testing.assert_allclose(added.numpy(), np.stack([a[0] + a[2], np.zeros(4), a[1]]))
+    with pytest.raises(NotImplementedError):
+        t.scatter_reduce(0, idx, src, "amax")
+    z = _z(5)
+    assert gradcheck(lambda v: v[ember.tensor([0, 3, 3])] * 2j, (z,))
+    assert gradcheck(lambda v: v.gather(0, ember.tensor([4, 4, 1])), (z,))
+    assert gradcheck(lambda v: v.index_select(0, ember.tensor([1, 1])), (z,))

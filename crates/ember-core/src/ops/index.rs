@@ -301,8 +301,19 @@ fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: boo
     let work = values.permute(&plan.to_work)?;
     let nb = plan.offsets.ndim();
     let src_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb]);
-    if accumulate {
-        x.dtype().require_real("index_put_ with accumulate=True")?;
+    if accumulate && x.dtype().is_complex() {
+        crate::with_complex!(x.dtype(), T, move_blocks::<T>(
+            Ptr(x.data_ptr::<T>()),
+            &plan.offsets,
+            &plan.rest_strides,
+            Ptr(values.data_ptr::<T>()),
+            &src_offs,
+            &work.strides()[nb..],
+            &plan.rest_shape,
+            true,
+            |d, s| unsafe { *d = *d + s },
+        ));
+    } else if accumulate {
         with_dtype!(x.dtype(), T, move_blocks::<T>(
             Ptr(x.data_ptr::<T>()),
             &plan.offsets,
@@ -540,6 +551,9 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
 
 fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
     let d = x.wrap_dim(dim)?;
+    if x.dtype().is_complex() && x.ndim() > 0 {
+        return scatter_complex(x, d, index, src, op, include_self);
+    }
     check_index_shape("scatter", x, index, d, Some(src))?;
     if src.ndim() != index.ndim() {
         bail!(Runtime, "Index tensor must have the same number of dimensions as src tensor ({} and {})", index.ndim(), src.ndim());
@@ -635,6 +649,22 @@ pub fn index_add_or_copy_(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor,
     let x1 = at_least_1d(x);
     let src = if x.ndim() == 0 { source.reshape(&[-1])? } else { source.clone() };
     index_put(&x1, &[(d, at_least_1d(index))], &src, accumulate)
+}
+
+/// A complex scatter as the same scatter of the (real, imaginary) pairs: the parts are one more
+/// dim of size 2 that the index is expanded over. Only assignment and sums are defined so.
+fn scatter_complex(x: &Tensor, d: usize, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+    if !matches!(op, Reduce::Assign | Reduce::Sum) {
+        x.dtype().require_real("scatter with a multiplicative or ordering reduction")?;
+    }
+    check_index_shape("scatter", x, index, d, Some(src))?;
+    let parts = super::complex::view_as_real(x)?;
+    let src_parts = super::complex::view_as_real(&src.to_dtype(x.dtype()))?;
+    let mut shape = index.shape().to_vec();
+    shape.push(2);
+    let pairs = index.unsqueeze(-1)?.broadcast_to(&shape)?;
+    // The parts share `x`'s version counter, which the inner scatter bumps.
+    scatter_kernel(&parts, d as i64, &pairs, &src_parts, op, include_self)
 }
 
 /// `index_fill_`: every slice of `x` named by `index` along `dim` becomes `value` (a 0-d tensor).
