@@ -282,10 +282,10 @@ impl Tensor {
         use crate::ops::map::unary_into;
         use crate::with_complex;
         match (src.dtype().is_complex(), self.dtype().is_complex()) {
-            (false, false) => with_dtype!(self.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, self, |x| cast::<I, O>(x)))),
-            (true, true) => with_complex!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, |x| cast::<I, O>(x)))),
-            (false, true) => with_complex!(self.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, self, |x| cast::<I, O>(x)))),
-            (true, false) => with_dtype!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, |x| cast::<I, O>(x)))),
+            (false, false) => with_dtype!(self.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
+            (true, true) => with_complex!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
+            (false, true) => with_complex!(self.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
+            (true, false) => with_dtype!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
         }
     }
 }

@@ -311,7 +311,7 @@ fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: boo
             &work.strides()[nb..],
             &plan.rest_shape,
             true,
-            |d, s| unsafe { *d = *d + s },
+            |d, s| unsafe { *d += s },
         ));
     } else if accumulate {
         with_dtype!(x.dtype(), T, move_blocks::<T>(

@@ -238,7 +238,7 @@ pub fn unary_out(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
 fn unary_out_kernel(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
     let dtype = op.out_dtype(x.dtype())?;
     super::check_out(out, x.shape(), dtype)?;
-    if dtype == out.dtype() && !(dtype.is_float() && !x.dtype().is_inexact()) {
+    if dtype == out.dtype() && (!dtype.is_float() || x.dtype().is_inexact()) {
         run(op, x, out);
         out.bump_version();
         Ok(())
