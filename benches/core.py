@@ -218,7 +218,36 @@ def _overhead_group():
                  [Workload("a + b on 4 floats", "us", 0.0, ("a", "b"), lambda lib, a, b: a + b, stmt="a + b")])
 
 
-GROUPS = [_matmul_group(), _elementwise_group(), _reduction_group(), _conv_group(), _overhead_group()]
+def _fft_flops(n, batch=1, real=False):
+    """The conventional FFT operation count, 5·n·log2(n) per complex transform (half for real
+    input), used to turn times into comparable GFLOP/s as benchFFT does."""
+    return (2.5 if real else 5.0) * n * math.log2(n) * batch
+
+
+def _fft_group():
+    big, prime, rows, cols = 4096 * 4096, 1_000_003, 1024, 4096
+
+    def make_inputs(rng):
+        def cplx(*shape):
+            return (rng.standard_normal(shape, dtype=np.float32) + 1j * rng.standard_normal(shape, dtype=np.float32)).astype(np.complex64)
+
+        return {"x": rng.standard_normal(big, dtype=np.float32), "p": rng.standard_normal(prime, dtype=np.float32),
+                "z": cplx(1 << 20), "b": rng.standard_normal((rows, cols), dtype=np.float32), "zb": cplx(rows, cols)}
+
+    workloads = [
+        Workload("fft, 16M float32", "GFLOP/s", _fft_flops(big), ("x",), lambda lib, x: lib.module.fft.fft(x)),
+        Workload("rfft, 16M float32", "GFLOP/s", _fft_flops(big, real=True), ("x",), lambda lib, x: lib.module.fft.rfft(x)),
+        Workload("rfft, prime 1_000_003 float32", "GFLOP/s", _fft_flops(prime, real=True), ("p",), lambda lib, x: lib.module.fft.rfft(x)),
+        Workload("fft, 2^20 complex64", "GFLOP/s", _fft_flops(1 << 20), ("z",), lambda lib, z: lib.module.fft.fft(z)),
+        Workload("rfft, 1024x4096 float32, dim=-1", "GFLOP/s", _fft_flops(cols, rows, real=True), ("b",), lambda lib, b: lib.module.fft.rfft(b)),
+        Workload("fft, 1024x4096 complex64, dim=-1", "GFLOP/s", _fft_flops(cols, rows), ("zb",), lambda lib, z: lib.module.fft.fft(z)),
+        Workload("fft, 1024x4096 complex64, dim=0", "GFLOP/s", _fft_flops(rows, cols), ("zb",), lambda lib, z: lib.module.fft.fft(z, dim=0) if lib.name != "numpy" else np.fft.fft(z, axis=0)),
+        Workload("fft2, 1024x4096 complex64", "GFLOP/s", _fft_flops(rows * cols), ("zb",), lambda lib, z: lib.module.fft.fft2(z)),
+    ]
+    return Group("fft", "FFT (ember.fft on rustfft/realfft vs numpy.fft and torch.fft)", make_inputs, workloads)
+
+
+GROUPS = [_matmul_group(), _elementwise_group(), _reduction_group(), _conv_group(), _overhead_group(), _fft_group()]
 
 
 # ---- timing (parent process, all libraries side by side) ----

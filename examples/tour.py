@@ -1,4 +1,5 @@
 """A short tour of Ember: run by `make demo`."""
+import math
 import time
 
 import numpy as np
@@ -54,6 +55,18 @@ with ember.no_grad():
     accuracy = (model(points[1000:]).argmax(1) == labels[1000:]).float().mean().item()
 print(f"\nnn + optim: {model}\ntrained 10 epochs, loss {loss.item():.3f}, held-out accuracy {accuracy:.1%}")
 print("state_dict keys:", list(model.state_dict()))
+# Complex numbers and ember.fft: a two-tone signal's spectrum, and an STFT round trip.
+rate = 8000
+tone = ember.arange(rate) / rate
+signal = ember.sin(2 * math.pi * 440 * tone) + 0.5 * ember.sin(2 * math.pi * 1000 * tone)
+spectrum = ember.fft.rfft(signal)
+freqs = ember.fft.rfftfreq(rate, 1 / rate)
+print("\nrfft of 440 Hz + 1 kHz: peaks at", sorted(freqs[spectrum.abs().topk(2).indices].tolist()), "Hz |",
+      spectrum.dtype, "| view_as_real shares memory:", ember.view_as_real(spectrum)._same_storage(spectrum))
+window = ember.hann_window(256)
+spec = ember.stft(signal, 256, hop_length=64, window=window, return_complex=True)
+back = ember.istft(spec, 256, hop_length=64, window=window, length=rate)
+print("stft", tuple(spec.shape), "-> istft round trip max error:", f"{(back - signal).abs().max().item():.1e}")
 
 # emberdata: a shuffled DataPipe graph batched into ember tensors, and a mid-epoch resume.
 from emberdata import DataLoader  # noqa: E402

@@ -4,7 +4,7 @@ use ember_core::ops::binary::Scalar;
 use ember_core::DType;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PySequence};
+use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PySequence};
 
 /// `ember.float32` and friends.
 #[pyclass(name = "dtype", module = "ember", frozen, eq, hash)]
@@ -23,6 +23,22 @@ impl PyDType {
     #[getter]
     fn is_floating_point(&self) -> bool {
         self.0.is_float()
+    }
+    #[getter]
+    fn is_complex(&self) -> bool {
+        self.0.is_complex()
+    }
+    /// The dtype of a complex dtype's parts (real dtypes map to themselves).
+    fn to_real(&self) -> PyDType {
+        PyDType(self.0.to_real())
+    }
+    /// The complex dtype with these parts (PyTorch refuses non-float dtypes).
+    fn to_complex(&self) -> PyResult<PyDType> {
+        match self.0 {
+            DType::F16 | DType::F32 | DType::F64 => Ok(PyDType(self.0.to_complex())),
+            d if d.is_complex() => Ok(*self),
+            d => Err(pyo3::exceptions::PyRuntimeError::new_err(format!("Unknown Complex ScalarType for {}", d.legacy_name()))),
+        }
     }
     #[getter]
     fn is_signed(&self) -> bool {
@@ -60,6 +76,12 @@ pub fn scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
         obj.extract::<i64>().ok().map(Scalar::Int)
     } else if obj.is_instance_of::<PyFloat>() {
         obj.extract::<f64>().ok().map(Scalar::Float)
+    } else if let Ok(z) = obj.cast::<PyComplex>() {
+        Some(Scalar::Complex(ember_core::dtype::CDouble::new(z.real(), z.imag())))
+    } else if obj.getattr("dtype").and_then(|d| d.getattr("kind")).and_then(|k| k.extract::<String>()).is_ok_and(|k| k == "c") {
+        // NumPy complex scalars.
+        let z: (f64, f64) = (obj.getattr("real").ok()?.extract().ok()?, obj.getattr("imag").ok()?.extract().ok()?);
+        Some(Scalar::Complex(ember_core::dtype::CDouble::new(z.0, z.1)))
     } else {
         // NumPy scalars and other numbers.
         let float = obj.extract::<f64>().ok()?;

@@ -66,6 +66,7 @@ fn dl_dtype(d: DType) -> DLDataType {
         DType::I8 | DType::I16 | DType::I32 | DType::I64 => KDL_INT,
         DType::F16 | DType::F32 | DType::F64 => KDL_FLOAT,
         DType::BF16 => KDL_BFLOAT,
+        DType::C32 | DType::C64 | DType::C128 => KDL_COMPLEX,
     };
     DLDataType { code, bits: (d.size() * 8) as u8, lanes: 1 }
 }
@@ -85,6 +86,9 @@ fn ember_dtype(d: DLDataType) -> Option<DType> {
         (KDL_FLOAT, 32) => DType::F32,
         (KDL_FLOAT, 64) => DType::F64,
         (KDL_BFLOAT, 16) => DType::BF16,
+        (KDL_COMPLEX, 32) => DType::C32,
+        (KDL_COMPLEX, 64) => DType::C64,
+        (KDL_COMPLEX, 128) => DType::C128,
         _ => return None,
     })
 }

@@ -3,6 +3,7 @@
 //! kernels and maps errors; the logic lives in the Rust crates.
 mod audio;
 mod autograd;
+mod complex;
 mod convert;
 mod dlpack;
 mod errors;
@@ -36,5 +37,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_core::register(m)?;
     autograd::register(m)?;
     serialize::register(m)?;
+    complex::register(m)?;
     Ok(())
 }

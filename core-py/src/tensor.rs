@@ -214,6 +214,10 @@ impl PyTensor {
 
     /// The value of a one-element tensor as a Python number.
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.t.dtype().is_complex() {
+            let z = self.t.item_c128().py()?;
+            return Ok(pyo3::types::PyComplex::from_doubles(py, z.re, z.im).into_any().unbind());
+        }
         let v = self.t.item_f64().py()?;
         Ok(match self.t.dtype() {
             DType::Bool => (v != 0.0).into_pyobject(py)?.to_owned().into_any().unbind(),
@@ -240,6 +244,9 @@ impl PyTensor {
             DType::F32 => "<f4",
             DType::F64 => "<f8",
             DType::BF16 => return Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16: NumPy has no bfloat16; convert with .float() first")),
+            DType::C64 => "<c8",
+            DType::C128 => "<c16",
+            DType::C32 => return Err(PyTypeError::new_err("Got unsupported ScalarType ComplexHalf")),
         };
         let d = PyDict::new(py);
         let itemsize = t.dtype().size() as isize;

@@ -8,8 +8,8 @@ import pytest
 
 import ember
 
-NUMPY_SHARED = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
-NUMPY_REFUSED = ["uint16", "uint32", "uint64", "complex64", "complex128"]
+NUMPY_SHARED = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex64", "complex128"]
+NUMPY_REFUSED = ["uint16", "uint32", "uint64"]
 
 
 def sample(dtype_name, shape=(3, 4)):

@@ -28,8 +28,12 @@ float16 = half = _C.float16
 bfloat16 = _C.bfloat16
 float32 = float = _C.float32
 float64 = double = _C.float64
+complex32 = chalf = _C.complex32
+complex64 = cfloat = _C.complex64
+complex128 = cdouble = _C.complex128
 
-_DTYPES = {d.name: d for d in (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)}
+_DTYPES = {d.name: d for d in (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+                               complex32, complex64, complex128)}
 
 
 def _dtype_by_name(name):
@@ -44,6 +48,9 @@ from ember._shape import *  # noqa: E402,F401,F403
 from ember._index_api import *  # noqa: E402,F401,F403
 from ember._sort_api import *  # noqa: E402,F401,F403
 from ember._einsum import einsum  # noqa: E402,F401
+from ember._complex import *  # noqa: E402,F401,F403
+from ember import fft  # noqa: E402,F401
+from ember._spectral import *  # noqa: E402,F401,F403
 from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
 from ember import autograd, nn, optim, return_types, utils  # noqa: E402,F401
 from ember import safetensors, serialization  # noqa: E402,F401

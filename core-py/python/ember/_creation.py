@@ -19,6 +19,7 @@ _NUMPY_TO_EMBER = {
     np.dtype(np.bool_): "bool", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8",
     np.dtype(np.int16): "int16", np.dtype(np.int32): "int32", np.dtype(np.int64): "int64",
     np.dtype(np.float16): "float16", np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+    np.dtype(np.complex64): "complex64", np.dtype(np.complex128): "complex128",
 }
 _default_dtype = _C.float32
 
@@ -33,6 +34,11 @@ def set_default_dtype(d):
     if d not in (_C.float32, _C.float64):
         raise TypeError(f"set_default_dtype(): only floating-point types float32 and float64 are supported as the default type, got {d}")
     _default_dtype = d
+
+
+def _default_complex_dtype():
+    """The complex dtype Python complex numbers become: the default float's complex type."""
+    return _C.complex128 if _default_dtype == _C.float64 else _C.complex64
 
 
 def is_tensor(obj):
@@ -76,7 +82,7 @@ def from_numpy(ndarray):
     if name is None or not ndarray.dtype.isnative:
         raise TypeError(
             f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
-            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool."
         )
     item = ndarray.itemsize
     if any(s % item for s in ndarray.strides):
@@ -98,6 +104,8 @@ def _infer_dtype(arr):
         return _C.int64
     if kind == "f":
         return _default_dtype
+    if kind == "c":
+        return _default_complex_dtype()
     raise TypeError(f"new(): invalid data type '{arr.dtype}'")
 
 
@@ -123,11 +131,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if isinstance(data, np.ndarray):
         arr = data
         if arr.dtype not in _NUMPY_TO_EMBER:
-            arr = arr.astype(np.float64 if arr.dtype.kind == "f" else np.int64)
+            arr = arr.astype({"f": np.float64, "c": np.complex128}.get(arr.dtype.kind, np.int64))
         return _finish(from_numpy(np.array(arr, copy=True)), dtype, device, requires_grad)
     arr = _to_numpy_data(data)
     target = dtype or _infer_dtype(arr)
-    storage_dtype = np.dtype(np.float64) if arr.dtype.kind == "f" else arr.dtype
+    storage_dtype = {"f": np.dtype(np.float64), "c": np.dtype(np.complex128)}.get(arr.dtype.kind, arr.dtype)
     if storage_dtype not in _NUMPY_TO_EMBER:
         storage_dtype = np.int64
     arr = np.array(arr, dtype=storage_dtype, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
@@ -172,6 +180,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
             dtype = _C.bool
         elif isinstance(fill_value, numbers.Integral):
             dtype = _C.int64
+        elif isinstance(fill_value, numbers.Complex) and not isinstance(fill_value, numbers.Real):
+            dtype = _default_complex_dtype()
         else:
             dtype = _default_dtype
     shape = _size((size,), None, "full")
@@ -244,16 +254,26 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     return _finish(_C.eye(n, m, _check_dtype(dtype) or _default_dtype), None, device, requires_grad)
 
 
+def _draw(fn, shape, a, b, dtype, generator):
+    """Samples of `dtype`; a complex dtype draws its real and imaginary parts independently."""
+    if not dtype.is_complex:
+        return fn(shape, a, b, dtype, generator)
+    parts = fn(tuple(shape) + (2,), a, b, dtype.to_real() if dtype != _C.complex32 else _C.float32, generator)
+    return _C.view_as_complex(parts)._to_dtype(dtype)
+
+
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """Uniform on [0, 1). Deterministic for a seed, whatever the thread count."""
+    """Uniform on [0, 1) (both parts, for a complex dtype). Deterministic for a seed, whatever the
+    thread count."""
     shape = _size(size, None, "rand")
-    return _finish(_C.uniform(shape, 0.0, 1.0, _check_dtype(dtype) or _default_dtype, generator), None, device, requires_grad)
+    return _finish(_draw(_C.uniform, shape, 0.0, 1.0, _check_dtype(dtype) or _default_dtype, generator), None, device, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """Standard normal samples."""
+    """Standard normal samples; a complex dtype has parts of variance 1/2 (so E|z|² = 1), as PyTorch."""
     shape = _size(size, None, "randn")
-    return _finish(_C.normal(shape, 0.0, 1.0, _check_dtype(dtype) or _default_dtype, generator), None, device, requires_grad)
+    d = _check_dtype(dtype) or _default_dtype
+    return _finish(_draw(_C.normal, shape, 0.0, 0.5 ** 0.5 if d.is_complex else 1.0, d, generator), None, device, requires_grad)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):

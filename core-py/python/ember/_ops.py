@@ -8,7 +8,7 @@ UNARY = [
     "abs", "neg", "sign", "square", "floor", "ceil", "trunc", "exp", "exp2", "expm1", "log", "log2",
     "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan",
     "sinh", "cosh", "tanh", "sigmoid", "erf", "erfc", "frac", "relu", "logical_not", "bitwise_not",
-    "signbit",
+    "signbit", "sgn", "angle", "conj_physical",
 ]
 PREDICATES = ["isnan", "isinf", "isposinf", "isneginf", "isfinite"]
 BINARY = [

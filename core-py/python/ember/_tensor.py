@@ -66,6 +66,7 @@ _method("__str__", lambda self: tensor_repr(self))
 _method("__iter__", lambda self: (self[i] for i in range(len(self))))
 _method("__hash__", lambda self: id(self))
 _method("__float__", lambda self: float(self.item()))
+_method("__complex__", lambda self: complex(self.item()))
 _method("__int__", lambda self: int(self.item()))
 _method("__index__", lambda self: _index(self))
 _method("__format__", lambda self, spec: format(self.item(), spec) if self.ndim == 0 else tensor_repr(self))
@@ -106,9 +107,12 @@ for _name, _d in [("float", _C.float32), ("double", _C.float64), ("half", _C.flo
 
 
 def _numpy(self, *, force=False):
-    """A NumPy array sharing this tensor's memory (bfloat16 has no NumPy type and is refused)."""
+    """A NumPy array sharing this tensor's memory (bfloat16 and complex32 have no NumPy type and
+    are refused)."""
     if self.requires_grad and not force:
         raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+    if self.dtype == _C.complex32:
+        raise TypeError("Got unsupported ScalarType ComplexHalf")
     return np.asarray(self)
 
 
@@ -119,10 +123,14 @@ def _array(self, dtype=None, copy=None):
 
 _method("numpy", _numpy)
 _method("__array__", _array)
-_method("tolist", lambda self: np.asarray(self._to_dtype(_C.float32) if self.dtype == _C.bfloat16 else self).tolist())
+_WIDER_FOR_NUMPY = {_C.bfloat16: _C.float32, _C.complex32: _C.complex64}
+_method("tolist", lambda self: np.asarray(self._to_dtype(_WIDER_FOR_NUMPY.get(self.dtype, self.dtype))).tolist())
 
 
 def _rebuild(data, dtype_name, shape):
+    if dtype_name == "complex32":
+        pairs = np.frombuffer(bytearray(data), dtype=np.float16).reshape(tuple(shape) + (2,))
+        return ember.view_as_complex(ember.from_numpy(pairs.copy()))
     arr = np.frombuffer(bytearray(data), dtype=np.uint16 if dtype_name == "bfloat16" else dtype_name).reshape(shape)
     if dtype_name == "bfloat16":
         f32 = (arr.astype(np.uint32) << 16).view(np.float32)
@@ -135,6 +143,8 @@ def _reduce(self):
     if self.dtype == _C.bfloat16:
         f32 = np.ascontiguousarray(np.asarray(c._to_dtype(_C.float32)))
         data = (f32.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    elif self.dtype == _C.complex32:
+        data = np.ascontiguousarray(np.asarray(_C.view_as_real(c))).tobytes()
     else:
         data = np.ascontiguousarray(np.asarray(c)).tobytes()
     return (_rebuild, (data, self.dtype.name, tuple(self.shape)))
@@ -166,8 +176,6 @@ _method("zero_", lambda self: self.copy_(0))
 _method("fill_", lambda self, value: self.copy_(value))
 Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
 Tensor.mT = property(lambda self: self.transpose(-2, -1))
-Tensor.H = Tensor.T
-Tensor.mH = Tensor.mT
 Tensor.layout = property(lambda self: "ember.strided")
 Tensor.itemsize = property(lambda self: self.dtype.itemsize)
 Tensor.nbytes = property(lambda self: self.numel() * self.dtype.itemsize)
@@ -235,3 +243,26 @@ def _softmax_method(log):
 
 _method("softmax", _softmax_method(False))
 _method("log_softmax", _softmax_method(True))
+
+
+# ---- complex (ember._complex) ----
+
+def _set_part(get):
+    def setter(self, value):
+        get(self).copy_(value)
+
+    return setter
+
+
+Tensor.real = property(ember.real, _set_part(ember.real), doc="The real part (a view for complex tensors).")
+Tensor.imag = property(ember.imag, _set_part(ember.imag), doc="The imaginary part, a view (complex tensors only).")
+Tensor.H = property(lambda self: ember.conj(self.T))
+Tensor.mH = property(lambda self: ember.conj(self.mT))
+_method("adjoint", lambda self: ember.conj(self.mT))
+for _name in ["conj", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "is_complex"]:
+    _method(_name, getattr(ember, _name))
+_method("conj_physical_", lambda self: self.copy_(ember.conj_physical(self)))
+for _name, _d in [("cfloat", _C.complex64), ("cdouble", _C.complex128), ("chalf", _C.complex32)]:
+    _method(_name, (lambda d: lambda self: self._to_dtype(d))(_d))
+_method("stft", ember.stft)
+_method("istft", ember.istft)

@@ -3,7 +3,7 @@ import numpy as np
 
 from ember import _C
 
-_DEFAULT_DTYPES = ("float32", "int64", "bool")
+_DEFAULT_DTYPES = ("float32", "int64", "bool", "complex64")
 THRESHOLD, EDGEITEMS, LINEWIDTH = 1000, 3, 80
 
 
@@ -19,6 +19,23 @@ def _float_formatter(values):
     if nonzero.size and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8 or nonzero.min() < 1e-4):
         return lambda v: _special(v) or f"{v:.4e}"
     return lambda v: _special(v) or f"{v:.4f}"
+
+
+def _complex_formatter(values):
+    """PyTorch's complex format: the real parts formatted together and right-aligned, the
+    imaginary parts formatted together, joined by their sign: `1.0000e+10+2.j`."""
+    real_fmt = _float_formatter(values.real)
+    imag_fmt = _float_formatter(np.abs(values.imag))
+    width = max((len(real_fmt(v)) for v in values.real.tolist()), default=1)
+
+    def fmt(z):
+        z = complex(z)
+        sign = "-" if z.imag < 0 or (z.imag == 0 and np.signbit(z.imag)) else "+"
+        if np.isnan(z.imag):
+            sign = "+"
+        return real_fmt(z.real).rjust(width) + sign + imag_fmt(abs(z.imag)) + "j"
+
+    return fmt
 
 
 def _special(v):
@@ -58,7 +75,8 @@ def _format(a, fmt, width, indent, summarize):
 
 def tensor_repr(t, prefix="tensor("):
     dtype = t.dtype
-    arr = np.asarray(t.detach()._to_dtype(_C.float32) if dtype.name == "bfloat16" else t)
+    wider = {"bfloat16": _C.float32, "complex32": _C.complex64}.get(dtype.name)
+    arr = np.asarray(t.detach()._to_dtype(wider) if wider is not None else t)
     suffixes = []
     if arr.size == 0 and arr.ndim != 1:
         suffixes.append(f"size={tuple(arr.shape)}")
@@ -71,7 +89,9 @@ def tensor_repr(t, prefix="tensor("):
         suffixes.append("requires_grad=True")
     summarize = arr.size > THRESHOLD
     shown = _summarize(arr) if arr.size else arr.ravel()
-    if arr.dtype.kind == "f":
+    if arr.dtype.kind == "c":
+        fmt = _complex_formatter(shown.astype(np.complex128))
+    elif arr.dtype.kind == "f":
         fmt = _float_formatter(shown.astype(np.float64))
     elif arr.dtype.kind == "b":
         fmt = lambda v: "True" if v else "False"  # noqa: E731

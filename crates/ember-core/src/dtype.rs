@@ -1,7 +1,14 @@
 //! Element types, their promotion lattice, and the macro that turns a runtime `DType` into a
 //! Rust type parameter.
 use half::{bf16, f16};
+use num_complex::Complex;
 use std::fmt;
+
+/// The element types of complex32, complex64 and complex128: `num_complex`'s, the same types
+/// rustfft and gemm take, so buffers pass to them without conversion.
+pub type CHalf = Complex<f16>;
+pub type CFloat = Complex<f32>;
+pub type CDouble = Complex<f64>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
@@ -15,6 +22,10 @@ pub enum DType {
     BF16,
     F32,
     F64,
+    /// complex32 ("chalf"): two float16.
+    C32,
+    C64,
+    C128,
 }
 
 /// The coarse kind that drives type promotion: a higher category always wins.
@@ -23,10 +34,11 @@ pub enum Category {
     Bool,
     Int,
     Float,
+    Complex,
 }
 
 impl DType {
-    pub const ALL: [DType; 10] = [
+    pub const ALL: [DType; 13] = [
         DType::Bool,
         DType::U8,
         DType::I8,
@@ -37,14 +49,18 @@ impl DType {
         DType::BF16,
         DType::F32,
         DType::F64,
+        DType::C32,
+        DType::C64,
+        DType::C128,
     ];
 
     pub fn size(self) -> usize {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
             DType::I16 | DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::F32 => 4,
-            DType::I64 | DType::F64 => 8,
+            DType::I32 | DType::F32 | DType::C32 => 4,
+            DType::I64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
         }
     }
 
@@ -60,6 +76,9 @@ impl DType {
             DType::BF16 => "bfloat16",
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::C32 => "complex32",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
         }
     }
 
@@ -76,6 +95,9 @@ impl DType {
             DType::BF16 => "BFloat16",
             DType::F32 => "Float",
             DType::F64 => "Double",
+            DType::C32 => "ComplexHalf",
+            DType::C64 => "ComplexFloat",
+            DType::C128 => "ComplexDouble",
         }
     }
 
@@ -87,6 +109,7 @@ impl DType {
         match self {
             DType::Bool => Category::Bool,
             DType::F16 | DType::BF16 | DType::F32 | DType::F64 => Category::Float,
+            DType::C32 | DType::C64 | DType::C128 => Category::Complex,
             _ => Category::Int,
         }
     }
@@ -99,13 +122,54 @@ impl DType {
         self.category() == Category::Int
     }
 
-    /// The float type an op like `exp` computes in for this input (PyTorch: ints become float32).
+    pub fn is_complex(self) -> bool {
+        self.category() == Category::Complex
+    }
+
+    /// Float or complex: the dtypes that carry gradients and that `exp`-like ops keep.
+    pub fn is_inexact(self) -> bool {
+        self.is_float() || self.is_complex()
+    }
+
+    /// The float type an op like `exp` computes in for this input (PyTorch: ints become float32;
+    /// complex stays complex).
     pub fn to_float(self) -> DType {
-        if self.is_float() {
+        if self.is_inexact() {
             self
         } else {
             DType::F32
         }
+    }
+
+    /// The type of one part of a complex dtype (`abs`, `real`, `angle`); real dtypes map to
+    /// themselves.
+    pub fn to_real(self) -> DType {
+        match self {
+            DType::C32 => DType::F16,
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            d => d,
+        }
+    }
+
+    /// The complex dtype whose parts are this float dtype (ints and bfloat16 map to complex64,
+    /// bfloat16 because Ember has no bfloat16 complex).
+    pub fn to_complex(self) -> DType {
+        match self {
+            DType::F16 => DType::C32,
+            DType::F64 => DType::C128,
+            d if d.is_complex() => d,
+            _ => DType::C64,
+        }
+    }
+
+    /// PyTorch's refusal for a kernel that has no complex version: `"op" not implemented for
+    /// 'ComplexFloat'`.
+    pub fn require_real(self, op: &str) -> crate::error::Result<()> {
+        if self.is_complex() {
+            crate::bail!(NotImplemented, "\"{op}\" not implemented for '{}'", self.legacy_name());
+        }
+        Ok(())
     }
 
     /// PyTorch's `promote_types`.
@@ -115,6 +179,10 @@ impl DType {
             return a;
         }
         match (a.category(), b.category()) {
+            (Category::Complex, Category::Complex) => DType::promote(a.to_real(), b.to_real()).to_complex(),
+            // A float widens the complex type's parts; an int or bool leaves it as it is.
+            (Category::Complex, Category::Float) => DType::promote(a.to_real(), b).to_complex(),
+            (Category::Float, Category::Complex) => DType::promote(a, b.to_real()).to_complex(),
             (ca, cb) if ca != cb => {
                 if ca > cb {
                     a
@@ -154,7 +222,7 @@ impl fmt::Display for DType {
 
 /// A Rust type that can live in a tensor. Conversions go through `f64`/`i64`, which hold every
 /// supported value exactly except `i64` beyond 2^53 in `to_f64` (the same as PyTorch's casts).
-pub trait Element: Copy + Send + Sync + PartialOrd + fmt::Debug + 'static {
+pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
     const DTYPE: DType;
     fn zero() -> Self;
     fn one() -> Self;
@@ -171,7 +239,53 @@ pub trait Element: Copy + Send + Sync + PartialOrd + fmt::Debug + 'static {
     fn is_nonzero(self) -> bool {
         self != Self::zero()
     }
+    /// As a complex128 value (real types get a zero imaginary part).
+    fn to_c128(self) -> CDouble {
+        CDouble::new(self.to_f64(), 0.0)
+    }
+    /// From a complex128 value (real types keep the real part, as PyTorch's casts do).
+    fn from_c128(v: CDouble) -> Self {
+        Self::from_f64(v.re)
+    }
 }
+
+macro_rules! complex_element {
+    ($t:ty, $d:ident, $part:ty) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn zero() -> Self {
+                Self::new(<$part>::from_f64(0.0), <$part>::from_f64(0.0))
+            }
+            fn one() -> Self {
+                Self::new(<$part>::from_f64(1.0), <$part>::from_f64(0.0))
+            }
+            fn to_f64(self) -> f64 {
+                self.re.to_f64()
+            }
+            fn from_f64(v: f64) -> Self {
+                Self::new(<$part>::from_f64(v), <$part>::from_f64(0.0))
+            }
+            fn to_i64(self) -> i64 {
+                self.re.to_f64() as i64
+            }
+            fn from_i64(v: i64) -> Self {
+                Self::from_f64(v as f64)
+            }
+            fn is_nonzero(self) -> bool {
+                self.re.to_f64() != 0.0 || self.im.to_f64() != 0.0
+            }
+            fn to_c128(self) -> CDouble {
+                CDouble::new(self.re.to_f64(), self.im.to_f64())
+            }
+            fn from_c128(v: CDouble) -> Self {
+                Self::new(<$part>::from_f64(v.re), <$part>::from_f64(v.im))
+            }
+        }
+    };
+}
+complex_element!(CHalf, C32, f16);
+complex_element!(CFloat, C64, f32);
+complex_element!(CDouble, C128, f64);
 
 macro_rules! int_element {
     ($t:ty, $d:ident) => {
@@ -308,8 +422,53 @@ macro_rules! with_dtype {
                 type $T = f64;
                 $body
             }
+            d @ (DType::C32 | DType::C64 | DType::C128) => $crate::dtype::no_complex_kernel(d),
         }
     }};
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of the complex `$dtype`.
+#[macro_export]
+macro_rules! with_complex {
+    ($dtype:expr, $T:ident, $body:expr) => {{
+        use $crate::dtype::DType;
+        match $dtype {
+            DType::C32 => {
+                type $T = $crate::dtype::CHalf;
+                $body
+            }
+            DType::C64 => {
+                type $T = $crate::dtype::CFloat;
+                $body
+            }
+            DType::C128 => {
+                type $T = $crate::dtype::CDouble;
+                $body
+            }
+            d => unreachable!("complex kernel on {d}"),
+        }
+    }};
+}
+
+/// `with_dtype!` over every dtype, complex ones included: for kernels that only move or test
+/// elements (masked fills, selections, triangles).
+#[macro_export]
+macro_rules! with_any_dtype {
+    ($dtype:expr, $T:ident, $body:expr) => {{
+        if $dtype.is_complex() {
+            $crate::with_complex!($dtype, $T, $body)
+        } else {
+            $crate::with_dtype!($dtype, $T, $body)
+        }
+    }};
+}
+
+/// `with_dtype!` covers the real dtypes only; every op entry point refuses complex input
+/// (`DType::require_real`) or routes it to its complex kernel before reaching one, so this is a
+/// bug, never an input error.
+#[cold]
+pub fn no_complex_kernel(d: DType) -> ! {
+    panic!("a {d} tensor reached a kernel for real dtypes only")
 }
 
 #[cfg(test)]
@@ -326,6 +485,11 @@ mod tests {
         assert_eq!(DType::promote(F16, BF16), F32);
         assert_eq!(DType::promote(F32, F64), F64);
         assert_eq!(DType::promote(Bool, Bool), Bool);
+        assert_eq!(DType::promote(F64, C64), C128);
+        assert_eq!(DType::promote(F16, C32), C32);
+        assert_eq!(DType::promote(BF16, C32), C64);
+        assert_eq!(DType::promote(I64, C32), C32);
+        assert_eq!(DType::promote(C32, C64), C64);
         for a in DType::ALL {
             for b in DType::ALL {
                 assert_eq!(DType::promote(a, b), DType::promote(b, a));

@@ -55,11 +55,22 @@ impl Tensor {
         self.alias(layout, self.0.base.clone())
     }
 
+    /// A view of this tensor's storage as another dtype, `layout` counted in that dtype's
+    /// elements (`view_as_real`, `view_as_complex`). The caller checks that the layout stays
+    /// inside the storage and is aligned for `dtype`.
+    pub fn with_dtype_layout(&self, dtype: DType, layout: Layout) -> Self {
+        self.alias_as(layout, Some(self.0.base.clone().unwrap_or_else(|| self.clone())), dtype)
+    }
+
     fn alias(&self, layout: Layout, base: Option<Tensor>) -> Self {
+        self.alias_as(layout, base, self.0.dtype)
+    }
+
+    fn alias_as(&self, layout: Layout, base: Option<Tensor>, dtype: DType) -> Self {
         Tensor(Arc::new(Inner {
             storage: self.0.storage.clone(),
             layout,
-            dtype: self.0.dtype,
+            dtype,
             version: self.0.version.clone(),
             base,
             requires_grad: AtomicBool::new(false),
@@ -192,7 +203,21 @@ impl Tensor {
         if self.numel() != 1 {
             bail!(Runtime, "a Tensor with {} elements cannot be converted to Scalar", self.numel());
         }
+        if self.dtype().is_complex() {
+            return Ok(self.item_c128()?.re);
+        }
         Ok(with_dtype!(self.dtype(), T, unsafe { (*self.data_ptr::<T>()).to_f64() }))
+    }
+
+    /// The single value of a one-element tensor as complex128 (real dtypes: zero imaginary part).
+    pub fn item_c128(&self) -> Result<crate::dtype::CDouble> {
+        if self.numel() != 1 {
+            bail!(Runtime, "a Tensor with {} elements cannot be converted to Scalar", self.numel());
+        }
+        if self.dtype().is_complex() {
+            return Ok(crate::with_complex!(self.dtype(), T, unsafe { (*self.data_ptr::<T>()).to_c128() }));
+        }
+        Ok(crate::dtype::CDouble::new(self.item_f64()?, 0.0))
     }
 
     pub fn wrap_dim(&self, dim: i64) -> Result<usize> {
@@ -218,7 +243,7 @@ impl Tensor {
         if dtype == self.dtype() {
             return self.clone();
         }
-        if !dtype.is_float() {
+        if !dtype.is_inexact() {
             let out = Tensor::uninit_like(self.shape(), dtype, Some(self));
             out.copy_from_unchecked(self);
             return out;
@@ -254,9 +279,14 @@ impl Tensor {
     }
 
     fn copy_from_unchecked(&self, src: &Tensor) {
-        with_dtype!(self.dtype(), O, with_dtype!(src.dtype(), I, {
-            crate::ops::map::unary_into::<I, O>(src, self, |x| cast::<I, O>(x))
-        }))
+        use crate::ops::map::unary_into;
+        use crate::with_complex;
+        match (src.dtype().is_complex(), self.dtype().is_complex()) {
+            (false, false) => with_dtype!(self.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
+            (true, true) => with_complex!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
+            (false, true) => with_complex!(self.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
+            (true, false) => with_dtype!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
+        }
     }
 }
 
@@ -265,6 +295,10 @@ impl Tensor {
 pub fn cast<I: Element, O: Element>(x: I) -> O {
     if O::DTYPE == DType::Bool {
         O::from_f64(x.is_nonzero() as u8 as f64)
+    } else if I::DTYPE.is_complex() || O::DTYPE.is_complex() {
+        // Through complex128, which holds every part exactly; complex to real drops the
+        // imaginary part as PyTorch does.
+        O::from_c128(x.to_c128())
     } else if I::DTYPE.is_float() || O::DTYPE.is_float() {
         if I::DTYPE == DType::F32 || I::DTYPE == DType::F16 || I::DTYPE == DType::BF16 {
             O::from_f32(x.to_f32())

@@ -1,6 +1,8 @@
 """`gradcheck` and `gradgradcheck`: analytical gradients against central finite differences,
-with PyTorch's defaults (`eps=1e-6`, `atol=1e-5`, `rtol=1e-3`) and messages. Use float64
-inputs: float32 differences are too coarse for these tolerances."""
+with PyTorch's defaults (`eps=1e-6`, `atol=1e-5`, `rtol=1e-3`) and messages. Use float64 or
+complex128 inputs: single-precision differences are too coarse for these tolerances. Complex
+inputs and outputs are checked as pairs of real coordinates (real and imaginary parts), which
+tests PyTorch's conjugate-Wirtinger gradients."""
 import warnings
 
 import numpy as np
@@ -22,46 +24,66 @@ def _differentiable(outputs):
     return [o for o in outputs if isinstance(o, _C.Tensor) and o.requires_grad]
 
 
+def _coords(o):
+    """An output as real coordinates: a complex element is its (real, imaginary) pair."""
+    a = np.asarray(o.detach())
+    if np.iscomplexobj(a):
+        return np.stack([a.real, a.imag], -1).astype(np.float64).ravel()
+    return a.astype(np.float64).ravel()
+
+
+def _width(t):
+    return 2 if t.dtype.is_complex else 1
+
+
 def _numerical_jacobian(func, inputs, outputs, eps):
-    """Column j of input i: (f(x + eps·e_j) - f(x - eps·e_j)) / 2eps for every output, with the
-    input's memory perturbed in place (so views and non-contiguous inputs work)."""
+    """Row j of input i: (f(x + eps·e_j) - f(x - eps·e_j)) / 2eps over every output coordinate,
+    with the input's memory perturbed in place (so views and non-contiguous inputs work). A
+    complex element is two coordinates, its real and imaginary parts, as in PyTorch."""
     # Grad mode stays as it is: gradgradcheck's function computes gradients itself.
     jac = {}
     for i, x in enumerate(inputs):
         if not (isinstance(x, _C.Tensor) and x.requires_grad):
             continue
         arr = np.asarray(x.detach())
-        cols = [np.zeros((x.numel(), o.numel())) for o in outputs]
+        steps = [eps, 1j * eps] if x.dtype.is_complex else [eps]
+        cols = [np.zeros((x.numel() * len(steps), o.numel() * _width(o.tensor))) for o in outputs]
         for j in range(x.numel()):
             at = np.unravel_index(j, arr.shape) if arr.ndim else ()
             orig = arr[at].copy()
-            arr[at] = orig + eps
-            plus = [np.asarray(o.detach()).astype(np.float64).copy() for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
-            arr[at] = orig - eps
-            minus = [np.asarray(o.detach()).astype(np.float64).copy() for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
-            arr[at] = orig
-            for k, o in enumerate(outputs):
-                cols[k][j] = ((plus[o.index] - minus[o.index]) / (2 * eps)).ravel()
+            for p, step in enumerate(steps):
+                arr[at] = orig + step
+                plus = [_coords(o).copy() for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
+                arr[at] = orig - step
+                minus = [_coords(o).copy() for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
+                arr[at] = orig
+                for k, o in enumerate(outputs):
+                    cols[k][j * len(steps) + p] = (plus[o.index] - minus[o.index]) / (2 * eps)
         jac[i] = cols
     return jac
 
 
 def _analytical_jacobian(inputs, outputs, diff_inputs):
-    """Row m of output k: the gradient of output element m with respect to each input."""
+    """Column (m, part) of output k: the gradient of that output coordinate with respect to each
+    input's coordinates. PyTorch's convention makes backward with grad_output `g` return
+    `∂L/∂re + i·∂L/∂im` for `L = Re(conj(g)·out)`: `g = 1` selects an element's real part,
+    `g = i` its imaginary part."""
     import ember
     from ember.autograd import grad
 
-    jac = {i: [np.zeros((x.numel(), o.tensor.numel())) for o in outputs] for i, x in diff_inputs}
+    jac = {i: [np.zeros((x.numel() * _width(x), o.tensor.numel() * _width(o.tensor))) for o in outputs] for i, x in diff_inputs}
     for k, o in enumerate(outputs):
         t = o.tensor
+        parts = [1.0, 1j] if t.dtype.is_complex else [1.0]
         for m in range(t.numel()):
-            onehot = np.zeros(t.numel())
-            onehot[m] = 1.0
-            gout = ember.tensor(onehot.reshape(tuple(t.shape)), dtype=t.dtype)
-            grads = grad([t], [x for _, x in diff_inputs], [gout], retain_graph=True, allow_unused=True)
-            for (i, x), gi in zip(diff_inputs, grads):
-                if gi is not None:
-                    jac[i][k][:, m] = np.asarray(gi.detach()).astype(np.float64).ravel()
+            for p, unit in enumerate(parts):
+                onehot = np.zeros(t.numel(), dtype=np.complex128 if t.dtype.is_complex else np.float64)
+                onehot[m] = unit
+                gout = ember.tensor(onehot.reshape(tuple(t.shape)), dtype=t.dtype)
+                grads = grad([t], [x for _, x in diff_inputs], [gout], retain_graph=True, allow_unused=True)
+                for (i, x), gi in zip(diff_inputs, grads):
+                    if gi is not None:
+                        jac[i][k][:, m * len(parts) + p] = _coords(gi)
     return jac
 
 
@@ -87,7 +109,7 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
     if not diff_inputs:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them have requires_grad=True.")
     for i, x in diff_inputs:
-        if x.dtype != _C.float64:
+        if x.dtype not in (_C.float64, _C.complex128):
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point or complex. This check will likely fail if all the inputs are not of double precision floating point or complex. ", stacklevel=2)
     raw = _as_tuple(func(*inputs))
     tensors = [(k, o) for k, o in enumerate(o for o in raw if isinstance(o, _C.Tensor))]

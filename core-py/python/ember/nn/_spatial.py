@@ -48,7 +48,31 @@ def _conv(dims, input, weight, bias, stride, padding, dilation, groups):
         _tensor(bias, fn, "bias", 3)
     if not isinstance(padding, str):
         padding = _ints(padding, fn, "padding")
-    return _C.conv(input, weight, bias, _ints(stride, fn, "stride"), padding, _ints(dilation, fn, "dilation"), groups, dims)
+    stride, dilation = _ints(stride, fn, "stride"), _ints(dilation, fn, "dilation")
+    if input.dtype.is_complex or weight.dtype.is_complex:
+        return _complex_conv(dims, input, weight, bias, stride, padding, dilation, groups)
+    return _C.conv(input, weight, bias, stride, padding, dilation, groups, dims)
+
+
+def _complex_conv(dims, input, weight, bias, stride, padding, dilation, groups):
+    """A complex convolution from three real ones (Gauss's trick, as PyTorch):
+    `(a + ib)∗(c + id) = (a∗c - b∗d) + i((a + b)∗(c + d) - a∗c - b∗d)`."""
+    if input.dtype != weight.dtype or (bias is not None and bias.dtype != input.dtype):
+        other = weight.dtype if input.dtype != weight.dtype else bias.dtype
+        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({other}) should be the same")
+    if input.dtype == _C.complex32:
+        return _complex_conv(dims, input.to(_C.complex64), weight.to(_C.complex64),
+                             None if bias is None else bias.to(_C.complex64), stride, padding, dilation, groups).to(_C.complex32)
+
+    def conv(x, w):
+        return _C.conv(x, w, None, stride, padding, dilation, groups, dims)
+
+    a, b, c, d = input.real, input.imag, weight.real, weight.imag
+    ac, bd = conv(a, c), conv(b, d)
+    out = _C.complex(ac - bd, conv(a + b, c + d) - ac - bd)
+    if bias is not None:
+        out = out + bias.reshape([-1] + [1] * dims)
+    return out
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

@@ -33,7 +33,7 @@ impl Tensor {
             }
             bail!(Runtime, "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
         }
-        if flag && !self.dtype().is_float() {
+        if flag && !self.dtype().is_inexact() {
             bail!(Runtime, "only Tensors of floating point and complex dtype can require gradients");
         }
         self.0.requires_grad.store(flag, Ordering::Relaxed);

@@ -4,7 +4,7 @@ use super::map::{binary_into, ternary_into};
 use super::math::Real;
 use crate::autograd;
 use crate::bail;
-use crate::dtype::{Category, DType, Element};
+use crate::dtype::{CDouble, Category, DType, Element};
 use crate::error::Result;
 use crate::layout::broadcast_shapes;
 use crate::tensor::Tensor;
@@ -15,14 +15,24 @@ pub enum Scalar {
     Bool(bool),
     Int(i64),
     Float(f64),
+    Complex(CDouble),
 }
 
 impl Scalar {
+    /// The value as a float (a complex number's real part).
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::Bool(b) => b as u8 as f64,
             Scalar::Int(i) => i as f64,
             Scalar::Float(f) => f,
+            Scalar::Complex(z) => z.re,
+        }
+    }
+
+    pub fn to_c128(self) -> CDouble {
+        match self {
+            Scalar::Complex(z) => z,
+            s => CDouble::new(s.to_f64(), 0.0),
         }
     }
 
@@ -32,12 +42,17 @@ impl Scalar {
             Scalar::Bool(_) => DType::Bool,
             Scalar::Int(_) => DType::I64,
             Scalar::Float(_) => DType::F32,
+            Scalar::Complex(_) => DType::C64,
         }
     }
 
     /// A 0-d tensor of `dtype` holding this value.
     pub fn to_tensor(self, dtype: DType) -> Tensor {
+        if dtype.is_complex() {
+            return crate::with_complex!(dtype, T, Tensor::scalar(T::from_c128(self.to_c128())));
+        }
         crate::with_dtype!(dtype, T, match self {
+            Scalar::Complex(z) => Tensor::scalar(T::from_f64(z.re)),
             Scalar::Float(f) => Tensor::scalar(T::from_f64(f)),
             Scalar::Int(i) => Tensor::scalar(T::from_i64(i)),
             Scalar::Bool(b) => Tensor::scalar(T::from_i64(b as i64)),
@@ -81,8 +96,13 @@ impl Operand<'_> {
     }
 }
 
+/// PyTorch's `combine_categories`: a lower-priority operand (0-d tensor, Python number) only
+/// changes the result when it is of a higher category; a complex one then keeps a float
+/// operand's precision (float64 tensor * 1j is complex128).
 fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
     match (higher, lower) {
+        (Some(h), _) if h.is_complex() => Some(h),
+        (Some(h), Some(l)) if l.is_complex() => Some(if h.is_float() { h.to_complex() } else { l }),
         (Some(h), _) if h.is_float() => Some(h),
         (Some(h), Some(l)) if h == DType::Bool || l.is_float() => Some(DType::promote(h, l)),
         (Some(h), _) => Some(h),
@@ -180,6 +200,9 @@ impl BinaryOp {
 
     /// (dtype the kernel computes in, dtype of the result).
     pub fn dtypes(self, common: DType) -> Result<(DType, DType)> {
+        if common.is_complex() {
+            return super::complex_binary::dtypes(self, common);
+        }
         let cat = common.category();
         Ok(match self {
             Div | Atan2 | Hypot => (common.to_float(), common.to_float()),
@@ -303,6 +326,9 @@ macro_rules! boolean {
 }
 
 fn run(op: BinaryOp, a: &Tensor, b: &Tensor, o: &Tensor) {
+    if a.dtype().is_complex() {
+        return super::complex_binary::run(op, a, b, o);
+    }
     let float = a.dtype().is_float();
     match op {
         Add if float => fmap2!(a, b, o, same, |x, y| x + y),
@@ -418,7 +444,11 @@ fn where_kernel(cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
     let c = cond.to_dtype(DType::Bool).broadcast_to(&shape)?;
     let (x, y) = (a.materialize(dtype, &shape)?, b.materialize(dtype, &shape)?);
     let out = Tensor::uninit(&shape, dtype);
-    crate::with_dtype!(dtype, T, ternary_into::<bool, T, T, T>(&c, &x, &y, &out, |c, x, y| if c { x } else { y }));
+    if dtype.is_complex() {
+        crate::with_complex!(dtype, T, ternary_into::<bool, T, T, T>(&c, &x, &y, &out, |c, x, y| if c { x } else { y }));
+    } else {
+        crate::with_dtype!(dtype, T, ternary_into::<bool, T, T, T>(&c, &x, &y, &out, |c, x, y| if c { x } else { y }));
+    }
     Ok(out)
 }
 

@@ -369,6 +369,7 @@ fn finish(ops: &Operands, out: Tensor) -> Result<Tensor> {
 /// `torch.nn.functional.conv{1,2,3}d` for `dims` spatial dims: input `[N, C, *spatial]` (or
 /// without `N`), weight `[out, C/groups, *kernel]`, optional bias `[out]`.
 pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: ConvPadding, dilation: &[i64], groups: i64, dims: usize) -> Result<Tensor> {
+    input.dtype().require_real("conv")?;
     // Autograd: recorded calls go through the derivative's module, which calls back untracked.
     if crate::autograd::needs_grad(&[input, weight]) || bias.is_some_and(|b| crate::autograd::needs_grad(&[b])) {
         return super::grad::conv::conv(input, weight, bias, stride, padding, dilation, groups, dims);
@@ -516,6 +517,7 @@ unsafe fn im2col_split<T: Element>(src: *const T, g: &Geom, channels: usize, row
 /// weight `[C, out/groups, *kernel]`, optional bias `[out]`.
 #[allow(clippy::too_many_arguments)]
 pub fn conv_transpose(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: &[i64], output_padding: &[i64], groups: i64, dilation: &[i64], dims: usize) -> Result<Tensor> {
+    input.dtype().require_real("conv_transpose")?;
     if crate::autograd::needs_grad(&[input, weight]) || bias.is_some_and(|b| crate::autograd::needs_grad(&[b])) {
         return super::grad::conv::conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, dims);
     }

@@ -11,7 +11,7 @@ use crate::with_dtype;
 pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
     let out = Tensor::uninit(shape, dtype);
     let v = value.to_tensor(dtype).broadcast_to(shape).unwrap();
-    with_dtype!(dtype, T, unary_into::<T, T>(&v, &out, |x| x));
+    crate::with_any_dtype!(dtype, T, unary_into::<T, T>(&v, &out, |x| x));
     out
 }
 
@@ -37,6 +37,7 @@ pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
     if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
         bail!(Runtime, "upper bound and larger bound inconsistent with step sign");
     }
+    dtype.require_real("arange_cpu")?;
     let n = ((end - start) / step).ceil().max(0.0) as usize;
     Ok(with_dtype!(dtype, T, if dtype.is_float() {
         from_index_fn::<T>(n, |i| T::from_f64(start + i as f64 * step))
@@ -49,6 +50,7 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
     if steps < 0 {
         bail!(Runtime, "number of steps must be non-negative, got {steps}");
     }
+    dtype.require_real("linspace_cpu")?;
     let n = steps as usize;
     let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
     // Fill from both ends so the last element is exactly `end`, as PyTorch does.
@@ -60,6 +62,7 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
 }
 
 pub fn logspace(start: f64, end: f64, steps: i64, base: f64, dtype: DType) -> Result<Tensor> {
+    dtype.require_real("logspace_cpu")?;
     let exps = linspace(start, end, steps, DType::F64)?;
     let out = Tensor::uninit(exps.shape(), dtype);
     with_dtype!(dtype, T, unary_into::<f64, T>(&exps, &out, |e| T::from_f64(base.powf(e))));
@@ -68,7 +71,7 @@ pub fn logspace(start: f64, end: f64, steps: i64, base: f64, dtype: DType) -> Re
 
 pub fn eye(n: usize, m: usize, dtype: DType) -> Tensor {
     let out = Tensor::zeros(&[n, m], dtype);
-    with_dtype!(dtype, T, {
+    crate::with_any_dtype!(dtype, T, {
         let p = out.data_ptr::<T>();
         for i in 0..n.min(m) {
             unsafe { *p.add(i * m + i) = T::one() };

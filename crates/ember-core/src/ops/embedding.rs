@@ -30,6 +30,7 @@ fn checked_indices(indices: &Tensor, rows: usize, what: &str) -> Result<Vec<i64>
 /// `weight[indices]`: a tensor of shape `indices.shape + [embedding_dim]`. Under autograd the
 /// rows at `padding_idx` receive no gradient.
 pub fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: Option<i64>) -> Result<Tensor> {
+    weight.dtype().require_real("embedding")?;
     if !crate::autograd::needs_grad(&[weight]) {
         return lookup(weight, indices);
     }
@@ -62,6 +63,7 @@ fn lookup(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
 /// Rescales, in place, each row of `weight` named in `indices` whose `norm_type`-norm exceeds
 /// `max_norm` to norm `max_norm` (PyTorch's `embedding_renorm_`).
 pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {
+    weight.dtype().require_real("embedding_renorm_")?;
     let (rows, dim) = check_weight(weight)?;
     if !weight.dtype().is_float() {
         bail!(Runtime, "\"embedding_renorm_\" not implemented for '{}'", weight.dtype().legacy_name());
@@ -143,6 +145,7 @@ pub fn embedding_bag(
     include_last_offset: bool,
     padding_idx: Option<i64>,
 ) -> Result<Tensor> {
+    weight.dtype().require_real("embedding_bag")?;
     crate::autograd::not_implemented("embedding_bag", &[weight])?;
     if let Some(p) = per_sample_weights {
         crate::autograd::not_implemented("embedding_bag", &[p])?;

@@ -32,6 +32,11 @@ macro_rules! with_width {
                 type $T = u32;
                 $body
             }
+            // complex128: two u64, so 8-byte aligned NumPy buffers are read correctly.
+            16 => {
+                type $T = [u64; 2];
+                $body
+            }
             _ => {
                 type $T = u64;
                 $body
@@ -296,7 +301,19 @@ fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: boo
     let work = values.permute(&plan.to_work)?;
     let nb = plan.offsets.ndim();
     let src_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb]);
-    if accumulate {
+    if accumulate && x.dtype().is_complex() {
+        crate::with_complex!(x.dtype(), T, move_blocks::<T>(
+            Ptr(x.data_ptr::<T>()),
+            &plan.offsets,
+            &plan.rest_strides,
+            Ptr(values.data_ptr::<T>()),
+            &src_offs,
+            &work.strides()[nb..],
+            &plan.rest_shape,
+            true,
+            |d, s| unsafe { *d += s },
+        ));
+    } else if accumulate {
         with_dtype!(x.dtype(), T, move_blocks::<T>(
             Ptr(x.data_ptr::<T>()),
             &plan.offsets,
@@ -534,6 +551,9 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
 
 fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
     let d = x.wrap_dim(dim)?;
+    if x.dtype().is_complex() && x.ndim() > 0 {
+        return scatter_complex(x, d, index, src, op, include_self);
+    }
     check_index_shape("scatter", x, index, d, Some(src))?;
     if src.ndim() != index.ndim() {
         bail!(Runtime, "Index tensor must have the same number of dimensions as src tensor ({} and {})", index.ndim(), src.ndim());
@@ -547,6 +567,7 @@ fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce
     let x_strides = if x.ndim() == 0 { vec![0; rank] } else { x.strides().to_vec() };
     let (sx, si, ss) = (x_strides[d], idx_strides[d], src_strides[d]);
     let len = shape[d];
+    x.dtype().require_real("scatter with a reduction")?;
     with_dtype!(x.dtype(), T, {
         let (px, pi, ps) = (Ptr(x.data_ptr::<T>()), Ptr(idx.data_ptr::<i64>()), Ptr(src.data_ptr::<T>()));
         for_each_line(&shape, d, [&x_strides, &idx_strides, &src_strides], |_, [ox, oi, os]| unsafe {
@@ -580,6 +601,7 @@ fn divide_by_counts(x: &Tensor, d: usize, idx: &Tensor, include_self: bool) -> R
     let counts = super::creation::full(x.shape(), super::binary::Scalar::Int(include_self as i64), DType::I64);
     let ones = Tensor::scalar(1i64).broadcast_to(idx.shape())?;
     scatter_kernel(&counts, d as i64, idx, &ones, Reduce::Sum, true)?;
+    x.dtype().require_real("scatter_reduce mean")?;
     with_dtype!(x.dtype(), T, binary_into::<T, i64, T>(x, &counts, x, |v, c| match c {
         0 => v,
         c if T::DTYPE.is_float() => T::from_f64(v.to_f64() / c as f64),
@@ -627,6 +649,22 @@ pub fn index_add_or_copy_(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor,
     let x1 = at_least_1d(x);
     let src = if x.ndim() == 0 { source.reshape(&[-1])? } else { source.clone() };
     index_put(&x1, &[(d, at_least_1d(index))], &src, accumulate)
+}
+
+/// A complex scatter as the same scatter of the (real, imaginary) pairs: the parts are one more
+/// dim of size 2 that the index is expanded over. Only assignment and sums are defined so.
+fn scatter_complex(x: &Tensor, d: usize, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+    if !matches!(op, Reduce::Assign | Reduce::Sum) {
+        x.dtype().require_real("scatter with a multiplicative or ordering reduction")?;
+    }
+    check_index_shape("scatter", x, index, d, Some(src))?;
+    let parts = super::complex::view_as_real(x)?;
+    let src_parts = super::complex::view_as_real(&src.to_dtype(x.dtype()))?;
+    let mut shape = index.shape().to_vec();
+    shape.push(2);
+    let pairs = index.unsqueeze(-1)?.broadcast_to(&shape)?;
+    // The parts share `x`'s version counter, which the inner scatter bumps.
+    scatter_kernel(&parts, d as i64, &pairs, &src_parts, op, include_self)
 }
 
 /// `index_fill_`: every slice of `x` named by `index` along `dim` becomes `value` (a 0-d tensor).
@@ -712,7 +750,7 @@ fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -
     }
     let shape = out.shape();
     let (m, xb, v) = (mask.broadcast_to(shape)?, x.broadcast_to(shape)?, value.to_dtype(out.dtype()).broadcast_to(shape)?);
-    with_dtype!(out.dtype(), T, ternary_into::<bool, T, T, T>(&m, &xb, &v, out, |m, x, v| if m { v } else { x }));
+    crate::with_any_dtype!(out.dtype(), T, ternary_into::<bool, T, T, T>(&m, &xb, &v, out, |m, x, v| if m { v } else { x }));
     out.bump_version();
     Ok(())
 }
@@ -734,7 +772,7 @@ pub fn nonzero(x: &Tensor) -> Tensor {
     let chunk = GRAIN.max(n.div_ceil(pool().current_num_threads().max(1)));
     let chunks = n.div_ceil(chunk);
     let counts: Vec<AtomicUsize> = (0..chunks).map(|_| AtomicUsize::new(0)).collect();
-    with_dtype!(x.dtype(), T, {
+    crate::with_any_dtype!(x.dtype(), T, {
         let px = Ptr(x.data_ptr::<T>());
         let visit = |c: usize, f: &mut dyn FnMut(&[usize])| {
             let (start, end) = (c * chunk, ((c + 1) * chunk).min(n));
@@ -817,7 +855,7 @@ fn masked_select_kernel(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let counts: Vec<usize> = pool().install(|| (0..n.div_ceil(chunk)).into_par_iter().map(|c| mask_of(c).iter().map(|&b| b as usize).sum()).collect());
     let starts: Vec<usize> = counts.iter().scan(0, |acc, &k| Some(std::mem::replace(acc, *acc + k))).collect();
     let out = Tensor::uninit(&[counts.iter().sum()], x.dtype());
-    with_dtype!(x.dtype(), T, {
+    crate::with_any_dtype!(x.dtype(), T, {
         let (px, po) = (Ptr(xs.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
         for_range(counts.len(), 1, |s, e| {
             for c in s..e {
@@ -878,7 +916,7 @@ fn tri_kernel(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()
     let (rows, cols) = (x.shape()[x.ndim() - 2], x.shape()[x.ndim() - 1]);
     let last = x.ndim() - 1;
     let (sx, so) = (x.strides()[last], out.strides()[last]);
-    with_dtype!(x.dtype(), T, {
+    crate::with_any_dtype!(x.dtype(), T, {
         let (px, po) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
         for_each_line(x.shape(), last, [out.strides(), x.strides()], |line, [oo, ox]| unsafe {
             let i = (line % rows.max(1)) as i64;

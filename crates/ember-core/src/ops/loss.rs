@@ -46,6 +46,7 @@ fn expected_target(ish: &[usize]) -> String {
 /// `nll_loss` and the total weight of the targets that counted (PyTorch returns both; the
 /// mean reduction divides by it, and label smoothing needs it too).
 pub fn nll_loss(input: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: Reduction, ignore_index: i64) -> Result<(Tensor, Tensor)> {
+    input.dtype().require_real("nll_loss")?;
     crate::autograd::track(&[input], || nll_loss_kernel(input, target, weight, reduction, ignore_index), |(loss, total)| {
         let (coef, safe) = coefficients(target, weight, reduction, ignore_index, total.item_f64()?)?;
         super::grad::nn::record_nll_loss(input, coef.to_dtype(input.dtype()), safe, loss)

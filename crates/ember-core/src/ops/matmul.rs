@@ -30,6 +30,8 @@ unsafe fn gemm_one<T: Element>(
         DType::F32 => call!(f32, 0.0, 1.0),
         DType::F64 => call!(f64, 0.0, 1.0),
         DType::F16 => call!(f16, f16::ZERO, f16::ONE),
+        DType::C64 => call!(gemm::c32, gemm::c32::new(0.0, 0.0), gemm::c32::new(1.0, 0.0)),
+        DType::C128 => call!(gemm::c64, gemm::c64::new(0.0, 0.0), gemm::c64::new(1.0, 0.0)),
         _ => {
             // Integers: i-k-j loop, accumulate in the element type with wrapping, as PyTorch does.
             for i in 0..m as isize {
@@ -58,8 +60,14 @@ fn check_dtypes(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
 
 /// Batched product over the leading dims of 3-d operands `[B, m, k] @ [B, k, n]`.
 fn bmm_into(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
-    if a.dtype() == DType::BF16 {
-        let r = bmm_fresh(&a.to_dtype(DType::F32), &b.to_dtype(DType::F32));
+    // bfloat16 and complex32 have no gemm kernel: they compute in float32 / complex64.
+    let wide = match a.dtype() {
+        DType::BF16 => Some(DType::F32),
+        DType::C32 => Some(DType::C64),
+        _ => None,
+    };
+    if let Some(wide) = wide {
+        let r = bmm_fresh(&a.to_dtype(wide), &b.to_dtype(wide));
         if accumulate {
             let sum = super::binary::binary(super::binary::BinaryOp::Add, super::binary::Operand::Tensor(out), super::binary::Operand::Tensor(&r)).unwrap();
             out.copy_(&sum).unwrap();
@@ -68,9 +76,17 @@ fn bmm_into(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
         }
         return;
     }
+    if a.dtype().is_complex() {
+        crate::with_complex!(a.dtype(), T, bmm_typed::<T>(a, b, out, accumulate))
+    } else {
+        with_dtype!(a.dtype(), T, bmm_typed::<T>(a, b, out, accumulate))
+    }
+}
+
+fn bmm_typed<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
     let (batch, m, k, n) = (a.shape()[0], a.shape()[1], a.shape()[2], b.shape()[2]);
     let threads = pool().current_num_threads();
-    with_dtype!(a.dtype(), T, {
+    {
         let (pa, pb, po) = (Ptr(a.data_ptr::<T>()), Ptr(b.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
         let (sa, sb, so) = (a.strides(), b.strides(), out.strides());
         let run = |i: usize, threads: usize| unsafe {
@@ -84,7 +100,7 @@ fn bmm_into(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
         } else {
             pool().install(|| (0..batch).for_each(|i| run(i, threads)));
         }
-    });
+    }
 }
 
 fn bmm_fresh(a: &Tensor, b: &Tensor) -> Tensor {

@@ -1,9 +1,15 @@
 //! Op families, one file each.
 pub mod binary;
+pub mod complex;
+pub mod complex_binary;
+mod complex_reduce;
+pub mod complex_unary;
 pub mod conv;
 mod conv_direct;
 pub mod creation;
 pub mod embedding;
+pub mod fft;
+mod fft_plan;
 pub(crate) mod grad;
 pub mod index;
 pub mod join;

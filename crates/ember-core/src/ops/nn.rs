@@ -190,6 +190,7 @@ const COLS: usize = 64;
 
 /// `softmax` (or `log_softmax`) of `x` along `dim`, in `x`'s (float) dtype.
 pub fn softmax(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
+    x.dtype().require_real("softmax_lastdim_kernel_impl")?;
     crate::autograd::track(&[x], || softmax_kernel(x, dim, log), |y| super::grad::nn::record_softmax(x, x.wrap_dim(dim)?, log, y))
 }
 
@@ -261,6 +262,7 @@ fn shape_str(s: &[usize]) -> String {
 }
 
 pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    x.dtype().require_real("LayerNormKernelImpl")?;
     let inputs = operands(x, weight, bias);
     crate::autograd::track(&inputs, || layer_norm_kernel(x, normalized_shape, weight, bias, eps), |y| {
         super::grad::nn::record_layer_norm(x, normalized_shape.len(), weight, bias, eps, y)
@@ -382,6 +384,7 @@ fn scale_shift(mean: &[f64], var: &[f64], eps: f64, w: &Option<Vec<f64>>, b: &Op
 }
 
 pub fn group_norm(x: &Tensor, groups: usize, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    x.dtype().require_real("GroupNormKernelImpl")?;
     crate::autograd::track(&operands(x, weight, bias), || group_norm_kernel(x, groups, weight, bias, eps), |y| {
         super::grad::nn::record_group_norm(x, groups, weight, bias, eps, y)
     })
@@ -454,6 +457,7 @@ fn combine_over_batch(mean: &[f64], var: &[f64], n: usize, c: usize) -> (Vec<f64
 }
 
 pub fn batch_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<Tensor> {
+    x.dtype().require_real("batch_norm_cpu")?;
     let stats = (!training).then(|| running.as_ref().map(|r| (r.mean.clone(), r.var.clone()))).flatten();
     crate::autograd::track(&operands(x, weight, bias), || batch_norm_kernel(x, running, weight, bias, training, momentum, eps), |y| {
         let stats = stats.map(|(m, v)| frozen_stats(&m, &v, eps)).transpose()?;
@@ -502,6 +506,7 @@ fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tenso
 }
 
 pub fn instance_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, use_input_stats: bool, momentum: f64, eps: f64) -> Result<Tensor> {
+    x.dtype().require_real("instance_norm")?;
     let stats = (!use_input_stats).then(|| running.as_ref().map(|r| (r.mean.clone(), r.var.clone()))).flatten();
     crate::autograd::track(&operands(x, weight, bias), || instance_norm_kernel(x, running, weight, bias, use_input_stats, momentum, eps), |y| match stats {
         Some((m, v)) => super::grad::nn::record_batch_norm(x, weight, bias, eps, Some(frozen_stats(&m, &v, eps)?), y),

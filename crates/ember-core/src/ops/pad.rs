@@ -111,7 +111,11 @@ fn pad_kernel(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
         PadMode::Constant(v) => v,
         _ => Scalar::Int(0),
     };
-    with_dtype!(input.dtype(), T, gather::<T>(input, &maps, T::from_f64(fill.to_f64()), &out));
+    if input.dtype().is_complex() {
+        crate::with_complex!(input.dtype(), T, gather::<T>(input, &maps, T::from_f64(fill.to_f64()), &out));
+    } else {
+        with_dtype!(input.dtype(), T, gather::<T>(input, &maps, T::from_f64(fill.to_f64()), &out));
+    }
     Ok(out)
 }
 

@@ -292,6 +292,7 @@ fn run_mean(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], d
 
 /// `max_pool{1,2,3}d` with indices: (values, flat index of each maximum within its input plane).
 pub fn max_pool(input: &Tensor, dims: usize, args: &WindowArgs) -> Result<(Tensor, Tensor)> {
+    input.dtype().require_real("max_pool")?;
     let name = ["MaxPool1DWithIndicesBackward0", "MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0"][dims.clamp(1, 3) - 1];
     crate::autograd::track(&[input], || max_pool_kernel(input, dims, args), |(v, i)| super::grad::pool::record_max_pool(name, input, dims, v, i))
 }
@@ -308,6 +309,7 @@ fn max_pool_kernel(input: &Tensor, dims: usize, args: &WindowArgs) -> Result<(Te
 /// Its derivative: average pooling is separable (the divisor is a product of per-dim counts),
 /// so the gradient applies each dim's 1-d pooling matrix, transposed.
 pub fn avg_pool(input: &Tensor, dims: usize, args: &WindowArgs, count_include_pad: bool, divisor_override: Option<i64>) -> Result<Tensor> {
+    input.dtype().require_real("avg_pool")?;
     crate::autograd::track(&[input], || avg_pool_kernel(input, dims, args, count_include_pad, divisor_override), |y| {
         let spatial = &input.shape()[input.ndim() - dims..];
         let pick = |v: &[i64], i: usize| if v.len() == 1 { v[0] } else { v[i] };
@@ -341,6 +343,7 @@ fn avg_pool_kernel(input: &Tensor, dims: usize, args: &WindowArgs, count_include
 
 /// `adaptive_avg_pool{1,2,3}d`; `None` in `output_size` keeps that dim's input size.
 pub fn adaptive_avg_pool(input: &Tensor, dims: usize, output_size: &[Option<i64>]) -> Result<Tensor> {
+    input.dtype().require_real("adaptive_avg_pool")?;
     crate::autograd::track(&[input], || adaptive_avg_pool_kernel(input, dims, output_size), |y| {
         let (n, first) = (input.ndim(), input.ndim() - dims);
         let matrices = (0..dims)
@@ -360,6 +363,7 @@ fn adaptive_avg_pool_kernel(input: &Tensor, dims: usize, output_size: &[Option<i
 
 /// `adaptive_max_pool{1,2,3}d` with indices.
 pub fn adaptive_max_pool(input: &Tensor, dims: usize, output_size: &[Option<i64>]) -> Result<(Tensor, Tensor)> {
+    input.dtype().require_real("adaptive_max_pool")?;
     let name = ["AdaptiveMaxPool1DBackward0", "AdaptiveMaxPool2DBackward0", "AdaptiveMaxPool3DBackward0"][dims.clamp(1, 3) - 1];
     crate::autograd::track(&[input], || adaptive_max_pool_kernel(input, dims, output_size), |(v, i)| super::grad::pool::record_max_pool(name, input, dims, v, i))
 }

@@ -2,10 +2,9 @@
 //! only on (seed, offset + i), so results are identical for every thread count and every run.
 use super::creation::from_index_fn;
 use crate::bail;
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
-use crate::with_dtype;
 use std::sync::{Mutex, OnceLock};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -203,8 +202,5 @@ pub fn multinomial(g: &mut Generator, probs: &Tensor, num_samples: usize, replac
 
 /// Fills `dst` (any dtype) from f64 values; the helper behind in-place `uniform_`/`normal_`.
 pub fn fill_from(dst: &Tensor, values: &Tensor) -> Result<()> {
-    with_dtype!(dst.dtype(), T, {
-        let _ = T::zero();
-    });
     dst.copy_(values)
 }

@@ -92,6 +92,9 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
         None => x.clone(),
     };
     let d = x.dtype();
+    if d.is_complex() {
+        return super::complex_reduce::reduce_complex(op, &x, &mask, keepdim);
+    }
     if op == Mean && !d.is_float() {
         bail!(Runtime, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", d.legacy_name());
     }
@@ -241,7 +244,7 @@ unsafe fn fold_any<T: Copy, A: Copy>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
+pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
     x: &Tensor,
     mask: &[bool],
     out: &Tensor,
@@ -318,7 +321,7 @@ struct Columns<'a> {
 const COLUMN_BLOCK: usize = 256;
 
 impl Columns<'_> {
-    fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
+    pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
         &self,
         px: Ptr<T>,
         po: Ptr<O>,
@@ -379,6 +382,7 @@ unsafe fn accumulate_any<T: Copy, A: Copy>(acc: &mut [A], p: *const T, load: &im
 /// `max`/`min` along one dim with the index of the first extreme (NaN counts as the extreme).
 /// `dim = None` reduces the flattened tensor.
 pub fn arg_reduce(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> Result<(Tensor, Tensor)> {
+    x.dtype().require_real(if max { "max_all" } else { "min_all" })?;
     crate::autograd::track(&[x], || arg_reduce_kernel(x, dim, keepdim, max), |(v, i)| {
         let d = dim.map(|d| x.wrap_dim(d)).transpose()?.filter(|_| x.ndim() > 0);
         super::grad::reduce::record_arg_reduce(x, d, keepdim, v, i, max)

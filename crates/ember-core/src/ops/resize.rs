@@ -219,6 +219,7 @@ fn resample<T: Element + Float>(src: &Tensor, outer: usize, n_in: usize, inner: 
 /// Every mode is separable and linear, so the gradient applies each dim's 1-d resampling
 /// matrix, transposed.
 pub fn interpolate(input: &Tensor, size: &[usize], scales: &[Option<f64>], mode: Mode, align_corners: bool, antialias: bool) -> Result<Tensor> {
+    input.dtype().require_real("interpolate")?;
     crate::autograd::track(&[input], || interpolate_kernel(input, size, scales, mode, align_corners, antialias), |y| {
         let first = input.ndim() - size.len();
         let matrices = (0..size.len())

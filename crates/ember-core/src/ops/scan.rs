@@ -64,6 +64,7 @@ fn scan_rows<T: Element, A: Copy + Send + Sync, O: Element>(
 /// `cumsum`/`cumprod` (booleans and integers accumulate in int64, floats in f64, as PyTorch's
 /// CPU kernels do) and `logcumsumexp` (floats only). `dtype` casts the input first.
 pub fn scan(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    x.dtype().require_real("cumsum_cpu")?;
     crate::autograd::track(&[x], || scan_kernel(op, x, dim, dtype), |y| {
         super::grad::reduce::record_scan(op, x, along(x, dim)?.1, y)
     })
@@ -98,6 +99,7 @@ fn scan_kernel(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result
 /// `cummax`/`cummin`: the running extreme and the index where it was taken. A tie moves the
 /// index to the later element, and a NaN, once seen, stays (both as PyTorch does).
 pub fn cum_extreme(x: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor)> {
+    x.dtype().require_real("cummax_cpu")?;
     crate::autograd::track(&[x], || cum_extreme_kernel(x, dim, max), |(v, i)| {
         super::grad::reduce::record_cum_extreme(x, along(x, dim)?.1, v, i, max)
     })

@@ -13,23 +13,23 @@ use crate::with_dtype;
 use rayon::slice::ParallelSliceMut;
 use std::cmp::Ordering;
 
-pub fn is_nan<T: Element>(a: &T) -> bool {
+pub fn is_nan<T: Element + PartialOrd>(a: &T) -> bool {
     a.partial_cmp(a).is_none()
 }
 
 /// Ascending total order: NaN is larger than every number and equal to itself (PyTorch's order).
-pub fn cmp_asc<T: Element>(a: &T, b: &T) -> Ordering {
+pub fn cmp_asc<T: Element + PartialOrd>(a: &T, b: &T) -> Ordering {
     a.partial_cmp(b).unwrap_or_else(|| is_nan(a).cmp(&is_nan(b)))
 }
 
 /// (value, original index) ascending; equal values keep their original order, which makes every
 /// sort here stable even through the faster unstable algorithms.
-fn asc_pair<T: Element>(a: &(T, i64), b: &(T, i64)) -> Ordering {
+fn asc_pair<T: Element + PartialOrd>(a: &(T, i64), b: &(T, i64)) -> Ordering {
     cmp_asc(&a.0, &b.0).then(a.1.cmp(&b.1))
 }
 
 /// (value, original index) descending by value; equal values still in original order.
-fn desc_pair<T: Element>(a: &(T, i64), b: &(T, i64)) -> Ordering {
+fn desc_pair<T: Element + PartialOrd>(a: &(T, i64), b: &(T, i64)) -> Ordering {
     cmp_asc(&b.0, &a.0).then(a.1.cmp(&b.1))
 }
 
@@ -52,7 +52,7 @@ const RADIX_MIN: usize = 512;
 
 /// An unsigned key ordered as `cmp_asc` orders values (NaN last, -0.0 equal to 0.0), for the
 /// radix sort.
-fn radix_key<T: Element>(v: T) -> u64 {
+fn radix_key<T: Element + PartialOrd>(v: T) -> u64 {
     if !T::DTYPE.is_float() {
         return (v.to_i64() as u64) ^ (1 << 63);
     }
@@ -79,7 +79,7 @@ fn radix_key<T: Element>(v: T) -> u64 {
 
 /// Sorts a row of (value, index) pairs that arrive in index order, by value with ties in index
 /// order. The radix sort is stable, so it keeps that tie order by itself.
-fn sort_pairs<T: Element>(pairs: &mut [(T, i64)], descending: bool) {
+fn sort_pairs<T: Element + PartialOrd>(pairs: &mut [(T, i64)], descending: bool) {
     match (pairs.len() >= RADIX_MIN, descending) {
         (true, false) => radsort::sort_by_key(pairs, |p| radix_key(p.0)),
         (true, true) => radsort::sort_by_key(pairs, |p| !radix_key(p.0)),
@@ -149,12 +149,12 @@ fn finish(t: Tensor, input: &Tensor, dim: usize, keepdim: bool) -> Result<Tensor
     }
 }
 
-unsafe fn read_pairs<T: Element>(p: Ptr<T>, base: isize, step: isize, n: usize) -> Vec<(T, i64)> {
+unsafe fn read_pairs<T: Element + PartialOrd>(p: Ptr<T>, base: isize, step: isize, n: usize) -> Vec<(T, i64)> {
     (0..n).map(|k| (*p.at(base + k as isize * step), k as i64)).collect()
 }
 
 /// Writes `pairs` into a values row and an indices row.
-unsafe fn write_pairs<T: Element>(pairs: &[(T, i64)], values: (Ptr<T>, isize, isize), indices: (Ptr<i64>, isize, isize)) {
+unsafe fn write_pairs<T: Element + PartialOrd>(pairs: &[(T, i64)], values: (Ptr<T>, isize, isize), indices: (Ptr<i64>, isize, isize)) {
     for (k, &(v, i)) in pairs.iter().enumerate() {
         *values.0.at(values.1 + k as isize * values.2) = v;
         *indices.0.at(indices.1 + k as isize * indices.2) = i;
@@ -172,6 +172,7 @@ fn track_picked(name: &'static str, x: &Tensor, dim: i64, keepdim: bool, kernel:
 }
 
 pub fn sort(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    x.dtype().require_real("sort")?;
     track_picked("SortBackward0", x, dim, true, || sort_kernel(x, dim, descending))
 }
 
@@ -200,6 +201,7 @@ fn shape_i64(shape: &[usize]) -> Vec<i64> {
 /// `topk`: the `k` largest (or smallest) along `dim`. Selects first, so only `k` elements are
 /// sorted; ties come out in their original order.
 pub fn topk(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+    x.dtype().require_real("topk_cpu")?;
     track_picked("TopkBackward0", x, dim, true, || topk_kernel(x, k, dim, largest, sorted))
 }
 
@@ -268,6 +270,7 @@ fn order_statistic(
 
 /// `kthvalue`: the `k`-th smallest (1-based) along `dim`.
 pub fn kthvalue(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    x.dtype().require_real("kthvalue_cpu")?;
     track_picked("KthvalueBackward0", x, dim, keepdim, || kthvalue_kernel(x, k, dim, keepdim))
 }
 
@@ -283,6 +286,7 @@ fn kthvalue_kernel(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tenso
 /// `median` (lower median; NaN if the row holds one) or, with `ignore_nan`, `nanmedian` (the
 /// lower median of the non-NaN values; NaN only when all are NaN).
 pub fn median(x: &Tensor, dim: i64, keepdim: bool, ignore_nan: bool) -> Result<(Tensor, Tensor)> {
+    x.dtype().require_real("median_cpu")?;
     track_picked("MedianBackward1", x, dim, keepdim, || median_kernel(x, dim, keepdim, ignore_nan))
 }
 
@@ -299,6 +303,7 @@ fn median_kernel(x: &Tensor, dim: i64, keepdim: bool, ignore_nan: bool) -> Resul
 /// `mode`: the most frequent value along `dim` (the smallest on ties) and the index of its last
 /// occurrence.
 pub fn mode(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    x.dtype().require_real("mode_cpu")?;
     track_picked("ModeBackward0", x, dim, keepdim, || mode_kernel(x, dim, keepdim))
 }
 
@@ -327,7 +332,7 @@ fn mode_kernel(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> 
 
 /// In pairs sorted ascending: the value of the longest run of equals (the first, so smallest, on
 /// ties) and the last original index inside that run.
-fn most_frequent<T: Element>(sorted: &[(T, i64)]) -> (T, i64) {
+fn most_frequent<T: Element + PartialOrd>(sorted: &[(T, i64)]) -> (T, i64) {
     let (mut best, mut best_len) = (sorted[0], 0);
     let mut start = 0;
     for end in 1..=sorted.len() {
@@ -364,7 +369,7 @@ impl Interpolation {
     }
 
     /// The `q`-quantile of `m` ascending values.
-    fn at<T: Element>(self, sorted: &[T], q: f64) -> f64 {
+    fn at<T: Element + PartialOrd>(self, sorted: &[T], q: f64) -> f64 {
         let rank = q * (sorted.len() - 1) as f64;
         let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
         let (a, b) = (sorted[lo].to_f64(), sorted[hi].to_f64());
@@ -398,6 +403,7 @@ pub fn quantile(
     interpolation: Interpolation,
     ignore_nan: bool,
 ) -> Result<Tensor> {
+    x.dtype().require_real("quantile")?;
     crate::autograd::not_implemented("quantile", &[x])?;
     if !matches!(x.dtype(), DType::F32 | DType::F64) {
         bail!(Runtime, "quantile() input tensor must be either float or double dtype, but got {}", x.dtype());
@@ -471,7 +477,7 @@ fn group_keys(
 }
 
 /// Counts `v` into the last run of `distinct`, or starts a new run (NaN never joins one).
-fn push_run<T: Element>(distinct: &mut Vec<T>, counts: &mut Vec<i64>, v: T) {
+fn push_run<T: Element + PartialOrd>(distinct: &mut Vec<T>, counts: &mut Vec<i64>, v: T) {
     if distinct.last() != Some(&v) {
         distinct.push(v);
         counts.push(0);
@@ -482,7 +488,7 @@ fn push_run<T: Element>(distinct: &mut Vec<T>, counts: &mut Vec<i64>, v: T) {
 /// The sorted distinct elements of `values`, each element's group (when asked) and the group
 /// sizes. A radix sort of the values (or of (value, index) pairs for the inverse) runs in linear
 /// time on contiguous memory.
-fn unique_elements<T: Element>(mut values: Vec<T>, with_inverse: bool) -> (Vec<T>, Option<Vec<i64>>, Vec<i64>) {
+fn unique_elements<T: Element + PartialOrd>(mut values: Vec<T>, with_inverse: bool) -> (Vec<T>, Option<Vec<i64>>, Vec<i64>) {
     let (mut distinct, mut counts) = (Vec::new(), Vec::new());
     if !with_inverse {
         radsort::sort_by_key(&mut values, |&v| radix_key(v));
@@ -503,6 +509,7 @@ fn unique_elements<T: Element>(mut values: Vec<T>, with_inverse: bool) -> (Vec<T
 /// of the slices along `dim`. Returns (values, inverse if `with_inverse`, counts). NaNs never
 /// equal each other, so each stays its own value, as in PyTorch.
 pub fn unique(x: &Tensor, dim: Option<i64>, consecutive: bool, with_inverse: bool) -> Result<(Tensor, Option<Tensor>, Tensor)> {
+    x.dtype().require_real("unique_cpu")?;
     crate::autograd::not_implemented("unique", &[x])?;
     let (values, inverse, counts) = match dim {
         None if !consecutive => {
@@ -561,6 +568,8 @@ fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Ten
 /// or N-d with `x`'s leading dims), searched through `sorter` when given. Values compare in the
 /// promoted dtype.
 pub fn searchsorted(seq: &Tensor, x: &Tensor, right: bool, sorter: Option<&Tensor>, out_int32: bool) -> Result<Tensor> {
+    x.dtype().require_real("searchsorted_cpu")?;
+    seq.dtype().require_real("searchsorted_cpu")?;
     let fits = seq.ndim() == 1 || (seq.ndim() == x.ndim() && seq.shape()[..seq.ndim() - 1] == x.shape()[..x.ndim() - 1]);
     if seq.ndim() == 0 || !fits {
         bail!(Runtime, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}", seq.shape(), x.shape());
@@ -667,7 +676,7 @@ mod tests {
 
     #[test]
     fn radix_sort_matches_the_comparison_order() {
-        fn check<T: Element>(values: Vec<T>) {
+        fn check<T: Element + PartialOrd>(values: Vec<T>) {
             for descending in [false, true] {
                 let mut radix: Vec<(T, i64)> = values.iter().copied().zip(0..).collect();
                 let mut compared = radix.clone();

@@ -65,6 +65,12 @@ pub enum UnaryOp {
     IsNegInf,
     IsFinite,
     Signbit,
+    /// `z / |z|` (the sign of a real number).
+    Sgn,
+    /// The complex conjugate (a copy of a real tensor).
+    Conj,
+    /// The argument of a complex number; 0 or π for reals.
+    Angle,
 }
 
 use UnaryOp::*;
@@ -121,18 +127,26 @@ impl UnaryOp {
             "isneginf" => IsNegInf,
             "isfinite" => IsFinite,
             "signbit" => Signbit,
+            "sgn" => Sgn,
+            "conj_physical" => Conj,
+            "angle" => Angle,
             _ => return None,
         })
     }
 
     /// The result dtype for an input dtype, or the PyTorch-style refusal.
     pub fn out_dtype(self, x: DType) -> Result<DType> {
+        if x.is_complex() {
+            return super::complex_unary::out_dtype(self, x);
+        }
         Ok(match self {
             LogicalNot | IsNan | IsInf | IsPosInf | IsNegInf | IsFinite | Signbit => DType::Bool,
             BitwiseNot if x.is_float() => bail!(Type, "bitwise_not: expected an integer or bool tensor, got {x}"),
             BitwiseNot => x,
             Neg if x == DType::Bool => bail!(Type, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."),
             Abs | Square if x == DType::Bool => bail!(Type, "{self:?} is not supported for bool tensors"),
+            Sgn | Conj if x == DType::Bool => bail!(Type, "{self:?} is not supported for bool tensors"),
+            Sgn | Conj => x,
             Neg | Abs | Sign | Square | Floor | Ceil | Round | Trunc | Relu | Hardtanh(..) => x,
             Clamp(lo, hi) => {
                 let bound_is_float = |b: Option<f64>| b.is_some_and(|v| v.fract() != 0.0 || !v.is_finite());
@@ -206,7 +220,7 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.out_dtype(x.dtype())?;
     let out = Tensor::uninit_like(x.shape(), dtype, Some(x));
-    let input = if dtype.is_float() && !x.dtype().is_float() { x.to_dtype(dtype) } else { x.clone() };
+    let input = if dtype.is_float() && !x.dtype().is_inexact() { x.to_dtype(dtype) } else { x.clone() };
     run(op, &input, &out);
     Ok(out)
 }
@@ -224,7 +238,7 @@ pub fn unary_out(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
 fn unary_out_kernel(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
     let dtype = op.out_dtype(x.dtype())?;
     super::check_out(out, x.shape(), dtype)?;
-    if dtype == out.dtype() && !(dtype.is_float() && !x.dtype().is_float()) {
+    if dtype == out.dtype() && (!dtype.is_float() || x.dtype().is_inexact()) {
         run(op, x, out);
         out.bump_version();
         Ok(())
@@ -234,8 +248,15 @@ fn unary_out_kernel(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
 }
 
 fn run(op: UnaryOp, x: &Tensor, o: &Tensor) {
+    if x.dtype().is_complex() {
+        return super::complex_unary::run(op, x, o);
+    }
     let is_float = x.dtype().is_float();
     match op {
+        Sgn => run(Sign, x, o),
+        Conj if is_float => fmap!(x, o, |v| v),
+        Conj => imap!(x, o, |v| v),
+        Angle => fmap!(x, o, |v| if v < 0.0 { k(v, std::f64::consts::PI) } else if v.is_nan() { v } else { 0.0 }),
         Neg if is_float => fmap!(x, o, |v| -v),
         Neg => imap!(x, o, |v| v.wrapping_neg()),
         Abs if is_float => fmap!(x, o, |v| v.abs()),

@@ -19,6 +19,9 @@ fn want(ctx: &Ctx, i: usize, f: impl FnOnce() -> Result<Tensor>) -> Result<Optio
 
 /// Records the node of `y = op(a, b)`.
 pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
+    if y.dtype().is_complex() {
+        return super::complex::record_binary(op, a, b, y);
+    }
     if !y.dtype().is_float() {
         return Ok(());
     }

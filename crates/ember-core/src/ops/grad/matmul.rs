@@ -1,16 +1,18 @@
-//! Derivatives of the matrix products: for `y = a @ b`, `da = g @ bᵀ` and `db = aᵀ @ g`, with
+//! Derivatives of the matrix products: for `y = a @ b`, `da = g @ bᴴ` and `db = aᴴ @ g` (the
+//! conjugate transposes, which are the transposes for real operands), with
 //! vector operands seen as matrices and broadcast batch dims summed back down.
 use crate::autograd::record;
 use crate::error::Result;
 use crate::ops::matmul::{bmm, matmul, mm};
+use crate::ops::complex::conj;
 use crate::ops::reduce::sum_to;
 use crate::tensor::Tensor;
 
 pub(crate) fn record_mm(a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
     record("MmBackward0", &[a, b], &[y], &[a, b], |ctx, g| {
         let g = &g[0];
-        let ga = if ctx.needs_input_grad(0) { Some(mm(g, &ctx.saved(1)?.t()?)?) } else { None };
-        let gb = if ctx.needs_input_grad(1) { Some(mm(&ctx.saved(0)?.t()?, g)?) } else { None };
+        let ga = if ctx.needs_input_grad(0) { Some(mm(g, &conj(&ctx.saved(1)?)?.t()?)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) { Some(mm(&conj(&ctx.saved(0)?)?.t()?, g)?) } else { None };
         Ok(vec![ga, gb])
     })
 }
@@ -18,8 +20,8 @@ pub(crate) fn record_mm(a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
 pub(crate) fn record_bmm(a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
     record("BmmBackward0", &[a, b], &[y], &[a, b], |ctx, g| {
         let g = &g[0];
-        let ga = if ctx.needs_input_grad(0) { Some(bmm(g, &ctx.saved(1)?.transpose(1, 2)?)?) } else { None };
-        let gb = if ctx.needs_input_grad(1) { Some(bmm(&ctx.saved(0)?.transpose(1, 2)?, g)?) } else { None };
+        let ga = if ctx.needs_input_grad(0) { Some(bmm(g, &conj(&ctx.saved(1)?)?.transpose(1, 2)?)?) } else { None };
+        let gb = if ctx.needs_input_grad(1) { Some(bmm(&conj(&ctx.saved(0)?)?.transpose(1, 2)?, g)?) } else { None };
         Ok(vec![ga, gb])
     })
 }
@@ -34,7 +36,7 @@ pub(crate) fn record_matmul(a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
     };
     let (a_shape, b_shape) = (a.shape().to_vec(), b.shape().to_vec());
     record(name, &[a, b], &[y], &[a, b], move |ctx, g| {
-        let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
+        let (a, b) = (conj(&ctx.saved(0)?)?, conj(&ctx.saved(1)?)?);
         // Vectors as [1, k] and [k, 1] matrices, and the gradient with their dims back.
         let a2 = if da == 1 { a.unsqueeze(0)? } else { a };
         let b2 = if db == 1 { b.unsqueeze(1)? } else { b };

@@ -2,6 +2,7 @@
 //! record when grad mode is on, so a backward pass run with `create_graph` builds the graph of
 //! its own gradients (higher-order derivatives).
 pub(crate) mod binary;
+pub(crate) mod complex;
 pub(crate) mod conv;
 pub(crate) mod index;
 pub(crate) mod matmul;
@@ -68,7 +69,7 @@ pub(crate) fn keep(mask: &Tensor, g: &Tensor) -> Result<Tensor> {
     let shape = crate::layout::broadcast_shapes(mask.shape(), g.shape())?;
     let (m, v) = (mask.to_dtype(crate::DType::Bool).broadcast_to(&shape)?, g.broadcast_to(&shape)?);
     let out = Tensor::uninit_like(&shape, g.dtype(), Some(g));
-    crate::with_dtype!(g.dtype(), T, {
+    crate::with_any_dtype!(g.dtype(), T, {
         let zero = <T as crate::Element>::from_f64(0.0);
         super::map::binary_into::<T, bool, T>(&v, &m, &out, move |x, k| if k { x } else { zero })
     });

@@ -1,6 +1,7 @@
 //! Derivatives of the reductions (sum, mean, prod, amax/amin, max/min) and of the scans
 //! (cumsum, cumprod, cummax/cummin).
-use super::{bin, cmp, div, keep, mul, pick, scale, zeros_like};
+use super::{apply, bin, cmp, div, keep, mul, pick, scale, zeros_like};
+use crate::ops::unary::UnaryOp;
 use crate::autograd::record;
 use crate::error::Result;
 use crate::ops::binary::BinaryOp::{Eq, LogicalAnd};
@@ -23,7 +24,7 @@ fn unreduce(g: &Tensor, shape: &[usize], mask: &[bool], keepdim: bool) -> Result
 
 /// Records `y = op(x)` over the dims `mask` marks.
 pub(crate) fn record_reduce(op: ReduceOp, x: &Tensor, mask: Vec<bool>, keepdim: bool, y: &Tensor, all: bool) -> Result<()> {
-    if !y.dtype().is_float() {
+    if !y.dtype().is_inexact() {
         return Ok(());
     }
     // PyTorch numbers the full reduction 0 and the one over dims 1.
@@ -34,6 +35,11 @@ pub(crate) fn record_reduce(op: ReduceOp, x: &Tensor, mask: Vec<bool>, keepdim: 
         ReduceOp::Sum => record(pick_name("SumBackward0", "SumBackward1"), &[x], &[y], &[], move |_, g| Ok(vec![Some(unreduce(&g[0], &shape, &mask, keepdim)?)])),
         ReduceOp::Mean => record(pick_name("MeanBackward0", "MeanBackward1"), &[x], &[y], &[], move |_, g| {
             Ok(vec![Some(scale(&unreduce(&g[0], &shape, &mask, keepdim)?, 1.0 / count as f64)?)])
+        }),
+        ReduceOp::Prod if x.dtype().is_complex() => record(pick_name("ProdBackward0", "ProdBackward1"), &[x], &[y], &[x, y], move |ctx, g| {
+            // Conjugate-Wirtinger: the gradient is g times the conjugate of the other factors.
+            let others = div(&unreduce(&ctx.saved(1)?, &shape, &mask, keepdim)?, &ctx.saved(0)?)?;
+            Ok(vec![Some(mul(&unreduce(&g[0], &shape, &mask, keepdim)?, &apply(UnaryOp::Conj, &others)?)?)])
         }),
         ReduceOp::Prod => record(pick_name("ProdBackward0", "ProdBackward1"), &[x], &[y], &[x], move |ctx, g| {
             let x = ctx.saved(0)?;

@@ -23,6 +23,9 @@ enum Uses {
 
 /// Records the node of `y = op(x)`.
 pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, y: &Tensor) -> Result<()> {
+    if x.dtype().is_complex() {
+        return super::complex::record_unary(op, x, y);
+    }
     if !y.dtype().is_float() {
         return Ok(());
     }
@@ -144,6 +147,9 @@ fn formula(op: UnaryOp) -> (&'static str, Uses) {
             keep(&cmp(Ge, x, -3.0)?, &inner)
         })),
         Hardsigmoid => ("HardsigmoidBackward0", input(|g, x| keep(&and(&cmp(Gt, x, -3.0)?, &cmp(Lt, x, 3.0)?)?, &scale(g, 1.0 / 6.0)?))),
+        Sgn => ("SgnBackward0", nothing(|g| Ok(zeros_like(g)))),
+        Conj => ("ConjPhysicalBackward0", nothing(|g| Ok(g.clone()))),
+        Angle => ("AngleBackward0", nothing(|g| Ok(zeros_like(g)))),
         LogicalNot | BitwiseNot | IsNan | IsInf | IsPosInf | IsNegInf | IsFinite | Signbit => unreachable!("{op:?} has a bool or integer result"),
     }
 }
