@@ -2,10 +2,12 @@
 
 `emberaudio.io.StreamReader` streams audio and video chunk by chunk; `load`, `info` and `save` read
 and write whole audio files; `emberaudio.models.decoder.ctc_decoder` is TorchAudio's CTC beam-search
-decoder. Beamforming is not implemented yet (README.md).
+decoder; `emberaudio.functional` / `emberaudio.transforms` are TorchAudio's audio front end
+(spectrograms, mel filter banks, MFCC, dB, resampling) on differentiable ember ops. Beamforming is
+not implemented yet (README.md).
 """
-from . import io, models
+from . import functional, io, models, transforms
 from ._backend import AudioMetaData, info, load, save
 
 __version__ = "0.1.0"
-__all__ = ["io", "models", "AudioMetaData", "info", "load", "save"]
+__all__ = ["functional", "io", "models", "transforms", "AudioMetaData", "info", "load", "save"]
