@@ -1,7 +1,8 @@
 """emberaudio benchmark: StreamReader decoding throughput and memory; the CTC decoder's speed and
-memory against flashlight-text and pyctcdecode.
+memory against flashlight-text and pyctcdecode; the front end (MelSpectrogram, Resample) against
+the same computation in torch ops.
 
-    python benches/audio.py [streamreader] [decoder]      (both when none is named)
+    python benches/audio.py [streamreader] [decoder] [frontend]      (all when none is named)
 
 Throughput: a generated 10-minute stereo 44.1 kHz file (FLAC, then MP3) decoded to float32 chunks
 of 1 s by `emberaudio.io.StreamReader`, against the limit: the FFmpeg CLI (the same binary)
@@ -18,6 +19,12 @@ through the `kenlm` module, alpha = lm_weight): beam 50 and 500, with and withou
 and Flashlight's best hypotheses are compared (words, tokens, score to 1e-4). Memory: peak RSS of
 a child process while it decodes the utterances one by one with a decoder built beforehand, and
 how much of it the decoding added over the built decoder.
+
+Front end: `emberaudio.transforms.MelSpectrogram` (TorchAudio's defaults: n_fft 400, hop 200,
+128 mels at 16 kHz) and `Resample` (44.1 → 16 kHz, and 16 → 44.1 kHz) on a float32 batch of
+FRONTEND_BATCH clips of FRONTEND_SECONDS s, forward only, best of REPEATS. torchaudio is not
+installed, so the reference is the same computation written in torch ops (torch.stft, matmul
+with Ember's own filter bank; conv1d with Ember's own kernel), which is what torchaudio runs.
 """
 import os
 import pathlib
@@ -264,11 +271,76 @@ def decoder_section():
     folder.rmdir()
 
 
+FRONTEND_BATCH = 16
+FRONTEND_SECONDS = 10
+
+
+def best_of(run):
+    run()  # warm-up
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def frontend_section():
+    import math
+
+    import ember
+    import torch
+    from emberaudio import transforms
+
+    rng = np.random.default_rng(0)
+    rows = []
+    clips = rng.standard_normal((FRONTEND_BATCH, 16000 * FRONTEND_SECONDS)).astype(np.float32)
+    x_ember, x_torch = ember.from_numpy(clips), torch.from_numpy(clips)
+    mel = transforms.MelSpectrogram()
+    fb = torch.from_numpy(mel.mel_scale.fb.numpy().copy())
+    window = torch.hann_window(400)
+
+    def torch_mel():
+        spec = torch.stft(x_torch, 400, 200, 400, window, center=True, pad_mode="reflect",
+                          return_complex=True).abs().pow(2.0)
+        return torch.matmul(spec.transpose(-1, -2), fb).transpose(-1, -2)
+
+    got, want = mel(x_ember).numpy(), torch_mel().numpy()
+    assert np.allclose(got, want, rtol=1e-3, atol=1e-3 * want.max()), "MelSpectrogram differs from torch"
+    rows.append(("MelSpectrogram (16 kHz, n_fft 400, hop 200, 128 mels)", 16000,
+                 best_of(lambda: mel(x_ember)), best_of(torch_mel)))
+    for orig, new in ((44100, 16000), (16000, 44100)):
+        clips = rng.standard_normal((FRONTEND_BATCH, orig * FRONTEND_SECONDS)).astype(np.float32)
+        x_ember, x_torch = ember.from_numpy(clips), torch.from_numpy(clips)
+        res = transforms.Resample(orig, new)
+        kernel, width, g = torch.from_numpy(res.kernel.numpy().copy()), res.width, res.gcd
+
+        def torch_resample(x=x_torch, kernel=kernel, width=width, o=orig // g, n=new // g):
+            out = torch.nn.functional.conv1d(torch.nn.functional.pad(x, (width, width + o))[:, None], kernel, stride=o)
+            return out.transpose(1, 2).reshape(x.shape[0], -1)[..., :math.ceil(n * x.shape[-1] / o)]
+
+        got, want = res(x_ember).numpy(), torch_resample().numpy()
+        assert np.allclose(got, want, atol=1e-4), "Resample differs from torch"
+        rows.append((f"Resample {orig} → {new} Hz (sinc, width 6)", orig,
+                     best_of(lambda: res(x_ember)), best_of(torch_resample)))
+    print(f"\nFront end, float32 batch of {FRONTEND_BATCH} clips of {FRONTEND_SECONDS} s, forward only, best of "
+          f"{REPEATS} (torch {torch.__version__}, {torch.get_num_threads()} threads; torchaudio absent: the torch "
+          "column is the same computation in torch ops)\n")
+    print("| transform | emberaudio | torch ops | audio seconds per second, ember | ratio (torch time / ember time) |")
+    print("|---|---|---|---|---|")
+    for name, _, ember_s, torch_s in rows:
+        audio = FRONTEND_BATCH * FRONTEND_SECONDS
+        print(f"| {name} | {ember_s * 1e3:.1f} ms | {torch_s * 1e3:.1f} ms | {audio / ember_s:.0f} | "
+              f"{torch_s / ember_s:.2f}x |")
+
+
 def main(sections):
     if "streamreader" in sections:
         stream_reader_section()
     if "decoder" in sections:
         decoder_section()
+    if "frontend" in sections:
+        frontend_section()
 
 
 if __name__ == "__main__":
@@ -277,4 +349,4 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--decoder-rss"]:
         decoder_rss_child_main(*sys.argv[2:6])
     else:
-        main(sys.argv[1:] or ["streamreader", "decoder"])
+        main(sys.argv[1:] or ["streamreader", "decoder", "frontend"])
