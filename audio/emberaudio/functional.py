@@ -50,8 +50,6 @@ def spectrogram(waveform, pad, window, n_fft, hop_length, win_length, power, nor
         raise ValueError(f"n_fft must be a positive integer, got {n_fft!r}")
     if hop_length is None or hop_length <= 0:
         raise ValueError(f"hop_length must be positive, got {hop_length!r}")
-    if power is None and return_complex is not None:
-        warnings.warn("The argument return_complex is deprecated (complex output is the default).")
     frame_length_norm, window_norm = _spec_norms(normalized)
     if pad > 0:
         waveform = ember.nn.functional.pad(waveform, (pad, pad), mode="constant")
@@ -65,7 +63,9 @@ def spectrogram(waveform, pad, window, n_fft, hop_length, win_length, power, nor
     if power is not None:
         mag = spec.abs()
         return mag if power == 1.0 else mag.pow(power)
-    if return_complex is False:
+    if return_complex is False:  # True and None (later TorchAudio's default) both mean complex output
+        warnings.warn("The use of pseudo complex type in spectrogram is deprecated: use return_complex=True "
+                      "(or leave it None) for a complex tensor.")
         return ember.view_as_real(spec)
     return spec
 

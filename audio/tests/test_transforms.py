@@ -168,9 +168,11 @@ def test_spectrogram_defaults_pad_and_shapes():
     assert T.Spectrogram(n_fft=64, center=False)(ember.randn(2, 1, 256)).shape == (2, 1, 33, 7)
     assert list(T.Spectrogram().state_dict()) == ["window"]
     ri = T.Spectrogram(n_fft=64, power=None, return_complex=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with pytest.warns(UserWarning, match="pseudo complex"):
         assert ri(ember.randn(256)).shape == (33, 9, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert T.Spectrogram(n_fft=64, power=None, return_complex=True)(ember.randn(256)).dtype == ember.complex64
 
 
 def test_spectrogram_errors():
