@@ -154,6 +154,16 @@ def test_round_trip_path_and_buffer(tmp_path, zip_format):
     check_rich(ember.load(buf))
 
 
+@pytest.mark.parametrize("dtype", [ember.complex64, ember.complex128])
+def test_complex_round_trip_and_torch_reads_it(tmp_path, dtype):
+    z = ember.tensor([1 + 2j, -3.5 - 4j, 0.25j], dtype=dtype)
+    ember.save({"z": z}, tmp_path / "z.pt")
+    back = ember.load(tmp_path / "z.pt")["z"]
+    assert back.dtype == dtype and back.tolist() == z.tolist()
+    torch = pytest.importorskip("torch")
+    assert torch.load(tmp_path / "z.pt")["z"].tolist() == z.tolist()
+
+
 def test_tensor_and_same_object_twice(tmp_path):
     t = ember.arange(5)
     ember.save([t, t], tmp_path / "t.pt")
