@@ -6,14 +6,14 @@ node when grad mode is on and an input requires grad; `backward` and `grad` run 
 import numbers
 
 from ember import _C
-from ember.autograd import graph
+from ember.autograd import functional, graph
 from ember.autograd.function import Function, FunctionCtx, once_differentiable
 from ember.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad", "set_grad_enabled",
-    "inference_mode", "gradcheck", "gradgradcheck", "GradcheckError", "graph",
+    "inference_mode", "gradcheck", "gradgradcheck", "GradcheckError", "graph", "functional",
 ]
 
 
