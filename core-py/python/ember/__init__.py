@@ -52,7 +52,7 @@ from ember._complex import *  # noqa: E402,F401,F403
 from ember import fft  # noqa: E402,F401
 from ember._spectral import *  # noqa: E402,F401,F403
 from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
-from ember import autograd, nn, optim, return_types, utils  # noqa: E402,F401
+from ember import autograd, func, nn, optim, return_types, utils  # noqa: E402,F401
 from ember import safetensors, serialization  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
 from ember.autograd.grad_mode import (  # noqa: E402,F401

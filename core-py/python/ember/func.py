@@ -1,0 +1,245 @@
+"""`ember.func`: functorch's function transforms (`torch.func`), on Ember's reverse mode.
+
+`grad`, `grad_and_value`, `vjp`, `jacrev` and `hessian` compose (`grad(grad(f))`): a transform
+whose inputs already carry a graph records its own derivative on it. `jvp` uses the
+double-backward trick and `jacfwd` builds the same Jacobian as `jacrev`, until Ember has forward
+AD. `vmap` and `functionalize` are not implemented yet and raise `NotImplementedError`.
+Arguments may be tensors or tuples, lists and dicts of them (pytrees).
+"""
+import ember
+from ember.autograd.grad_mode import enable_grad
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call", "vmap",
+           "functionalize"]
+
+
+# ---- pytrees of tensors ----
+
+def _flatten(tree):
+    if isinstance(tree, ember.Tensor):
+        return [tree], lambda leaves: leaves[0]
+    if isinstance(tree, (tuple, list)):
+        parts = [_flatten(t) for t in tree]
+        sizes = [len(p[0]) for p in parts]
+
+        def rebuild(leaves):
+            out, at = [], 0
+            for (_, build), n in zip(parts, sizes):
+                out.append(build(leaves[at:at + n]))
+                at += n
+            return type(tree)(out)
+        return [leaf for p in parts for leaf in p[0]], rebuild
+    if isinstance(tree, dict):
+        keys = list(tree)
+        leaves, build = _flatten([tree[k] for k in keys])
+        return leaves, lambda new: dict(zip(keys, build(new)))
+    raise ValueError(f"Expected tensors, or tuples, lists and dicts of tensors, but got {type(tree).__name__}")
+
+
+def _argnums(argnums, nargs, fn_name):
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    if not nums or not all(isinstance(n, int) for n in nums):
+        raise RuntimeError(f"{fn_name}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+    wrapped = []
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise RuntimeError(f"{fn_name}: Got argnums={n}, but only {nargs} positional inputs")
+        wrapped.append(n % nargs)
+    return tuple(wrapped)
+
+
+def _track(leaves):
+    """Leaves to differentiate against; ones that already carry a graph (an outer transform)
+    stay connected to it."""
+    return [t.view_as(t) if t.requires_grad else t.detach().requires_grad_() for t in leaves]
+
+
+def _grads(outputs, inputs, grad_outputs, create_graph):
+    grads = ember.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True, create_graph=create_graph,
+                                allow_unused=True)
+    return [ember.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
+
+
+def _split_aux(out, has_aux, fn_name):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(f"{fn_name}(f)(*args): output of function f should be a tuple: (output, aux) if has_aux is True")
+    return out
+
+
+def _finish(tree, nested):
+    if nested or tree is None:
+        return tree
+    leaves, build = _flatten(tree)
+    return build([t.detach() for t in leaves])
+
+
+class _Prepared:
+    """The call's arguments with the `argnums` ones replaced by tracked leaves."""
+
+    def __init__(self, args, argnums, fn_name):
+        self.nums = _argnums(argnums, len(args), fn_name)
+        self.single = not isinstance(argnums, tuple)
+        self.args = list(args)
+        self.builds, self.leaves, self.nested = [], [], False
+        for n in self.nums:
+            leaves, build = _flatten(args[n])
+            self.nested = self.nested or any(t.requires_grad for t in leaves)
+            tracked = _track(leaves)
+            self.args[n] = build(tracked)
+            self.builds.append((build, len(tracked)))
+            self.leaves += tracked
+
+    def per_arg(self, flat):
+        """Splits a flat list along the leaves back into the argnums' structure."""
+        out, at = [], 0
+        for build, n in self.builds:
+            out.append(build(flat[at:at + n]))
+            at += n
+        return out[0] if self.single else tuple(out)
+
+
+# ---- transforms ----
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """A function returning `(gradient, value)` of scalar `func` w.r.t. the `argnums` arguments
+    (`((gradient, (value, aux))` with `has_aux`)."""
+    def wrapper(*args, **kwargs):
+        with enable_grad():
+            prep = _Prepared(args, argnums, "grad_and_value")
+            out, aux = _split_aux(func(*prep.args, **kwargs), has_aux, "grad_and_value")
+            if not isinstance(out, ember.Tensor):
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
+            if out.dim() != 0:
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
+                                   f"with {out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+            grads = _grads([out], prep.leaves, None, prep.nested) if out.requires_grad else [
+                ember.zeros_like(x) for x in prep.leaves]
+        value = (out, aux) if has_aux else out
+        return _finish(prep.per_arg(grads), prep.nested), _finish(value, prep.nested)
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """A function returning the gradient of scalar `func` w.r.t. the `argnums` arguments
+    (`(gradient, aux)` with `has_aux`)."""
+    both = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args, **kwargs):
+        g, value = both(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapper
+
+
+def vjp(func, *primals, has_aux=False):
+    """`(func(*primals), vjp_fn)`; `vjp_fn(cotangents)` returns one gradient per primal."""
+    with enable_grad():
+        prep = _Prepared(primals, tuple(range(len(primals))), "vjp")
+        out, aux = _split_aux(func(*prep.args), has_aux, "vjp")
+        out_leaves, _ = _flatten(out)
+
+    def vjp_fn(cotangents):
+        cot_leaves, _ = _flatten(cotangents)
+        if len(cot_leaves) != len(out_leaves):
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of "
+                               f"outputs to the function: {len(out_leaves)} tensors, got {len(cot_leaves)}")
+        for c, o in zip(cot_leaves, out_leaves):
+            if tuple(c.shape) != tuple(o.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {tuple(c.shape)} and output[0] "
+                                   f"has a shape of {tuple(o.shape)}.")
+        pairs = [(o, c) for o, c in zip(out_leaves, cot_leaves) if o.requires_grad]
+        with enable_grad():
+            grads = _grads([o for o, _ in pairs], prep.leaves, [c for _, c in pairs], prep.nested) if pairs else [
+                ember.zeros_like(x) for x in prep.leaves]
+        return _finish(prep.per_arg(grads), prep.nested)
+
+    result = (_finish(out, prep.nested), vjp_fn)
+    return result + (_finish(aux, prep.nested),) if has_aux else result
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """`(func(*primals), J·tangents)` by the double-backward trick (Ember has no forward AD yet)."""
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples. "
+                           "E.g. it should be valid to call f(*primals).")
+    if len(primals) != len(tangents):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same length "
+                           f"(got {len(primals)} and {len(tangents)}).")
+    with enable_grad():
+        prep = _Prepared(primals, tuple(range(len(primals))), "jvp")
+        out, aux = _split_aux(func(*prep.args), has_aux, "jvp")
+        out_leaves, build_out = _flatten(out)
+        tangent_leaves, _ = _flatten(tangents)
+        probes = [ember.zeros_like(o).requires_grad_() for o in out_leaves]
+        live = [(o, p) for o, p in zip(out_leaves, probes) if o.requires_grad]
+        if live:
+            back = _grads([o for o, _ in live], prep.leaves, [p for _, p in live], True)
+            pairs = [(b, t) for b, t in zip(back, tangent_leaves) if b.requires_grad]
+            tangent_out = _grads([b for b, _ in pairs], probes, [t for _, t in pairs], prep.nested) if pairs else [
+                ember.zeros_like(o) for o in out_leaves]
+        else:
+            tangent_out = [ember.zeros_like(o) for o in out_leaves]
+    result = (_finish(out, prep.nested), _finish(build_out(tangent_out), prep.nested))
+    return result + (_finish(aux, prep.nested),) if has_aux else result
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """A function returning the Jacobian of `func` w.r.t. the `argnums` arguments: for each
+    output, `output.shape + argument.shape` blocks, nested as the outputs and argnums are."""
+    if chunk_size is not None and chunk_size <= 0:
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
+    def wrapper(*args, **kwargs):
+        with enable_grad():
+            prep = _Prepared(args, argnums, "jacrev")
+            out, aux = _split_aux(func(*prep.args, **kwargs), has_aux, "jacrev")
+            out_leaves, build_out = _flatten(out)
+            blocks = [prep.per_arg(_jacobian_blocks(o, prep.leaves, prep.nested)) for o in out_leaves]
+        jac = _finish(build_out(blocks) if blocks else out, prep.nested)
+        return (jac, _finish(aux, prep.nested)) if has_aux else jac
+    return wrapper
+
+
+def _jacobian_blocks(out, leaves, nested):
+    rows = []
+    flat = out.reshape(-1)
+    for k in range(flat.numel()):
+        if flat.requires_grad:
+            rows.append(_grads([flat[k]], leaves, None, nested))
+        else:
+            rows.append([ember.zeros_like(x) for x in leaves])
+    blocks = []
+    for j, x in enumerate(leaves):
+        shape = tuple(out.shape) + tuple(x.shape)
+        blocks.append(ember.stack([r[j] for r in rows]).reshape(shape) if rows else ember.zeros(shape, dtype=x.dtype))
+    return blocks
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian as `jacrev` gives it (computed in reverse mode until Ember has forward AD)."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    return jacrev(func, argnums, has_aux=has_aux)
+
+
+def hessian(func, argnums=0):
+    """A function returning the Hessian of scalar `func` w.r.t. the `argnums` arguments."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
+    """`module(*args, **kwargs)` with its parameters and buffers replaced by the given tensors
+    (one dict, or several with distinct names), as `ember.nn.utils.stateless.functional_call`."""
+    from ember.nn.utils import stateless
+
+    return stateless.functional_call(module, parameter_and_buffer_dicts, args, kwargs, tie_weights=tie_weights,
+                                     strict=strict)
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    raise NotImplementedError("ember.func.vmap is not implemented yet: loop over the batch dimension instead")
+
+
+def functionalize(func, *, remove="mutations"):
+    raise NotImplementedError("ember.func.functionalize is not implemented yet")
