@@ -70,8 +70,6 @@ def test_bad_inputs_and_missing_transforms():
         F.grad(cubic, has_aux=True)(x)
     with pytest.raises(RuntimeError, match="tuples"):
         F.jvp(cubic, x, ember.ones(3))
-    with pytest.raises(NotImplementedError, match="vmap"):
-        F.vmap(cubic)(x)
     with pytest.raises(NotImplementedError, match="functionalize"):
         F.functionalize(cubic)
 
@@ -86,3 +84,60 @@ def test_matches_torch_func():
             np.testing.assert_allclose(m.numpy(), t.numpy())
     h = lambda a: (a.sin() * a).sum()  # noqa: E731
     np.testing.assert_allclose(F.hessian(h)(ember.tensor(X)).numpy(), torch.func.hessian(h)(torch.tensor(X)).numpy())
+
+
+def test_vmap_equals_a_python_loop():
+    rng = np.random.default_rng(1)
+    a, b = ember.tensor(rng.random((4, 2, 3))), ember.tensor(rng.random((3, 5)))
+    mapped = F.vmap(lambda x, y: (x @ y).sin(), in_dims=(0, None), out_dims=1)(a, b)
+    loop = ember.stack([(a[i] @ b).sin() for i in range(4)], dim=1)
+    np.testing.assert_allclose(mapped.numpy(), loop.numpy())
+    nested = F.vmap(F.vmap(lambda x: x.sum()))(a)  # over dims 0 then 1
+    np.testing.assert_allclose(nested.numpy(), a.numpy().sum(-1))
+    tree = F.vmap(lambda d: {"s": d["x"] * 2, "t": (d["x"].sum(),)})({"x": a})
+    assert tuple(tree["s"].shape) == (4, 2, 3) and tuple(tree["t"][0].shape) == (4,)
+
+
+def test_vmap_randomness_and_bad_inputs():
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        F.vmap(lambda x: x + ember.rand(1))(ember.zeros(3))
+    same = F.vmap(lambda x: x + ember.rand(1), randomness="same")(ember.zeros(3))
+    assert len(set(same.reshape(-1).tolist())) == 1
+    different = F.vmap(lambda x: x + ember.rand(1), randomness="different")(ember.zeros(3))
+    assert len(set(different.reshape(-1).tolist())) == 3
+    with pytest.raises(ValueError, match="same size in the mapped dimension"):
+        F.vmap(lambda x, y: x + y)(ember.ones(3), ember.ones(4))
+    with pytest.raises(ValueError, match="at least one input should be batched"):
+        F.vmap(lambda x: x, in_dims=None)(ember.ones(3))
+    with pytest.raises(ValueError, match="cannot vmap over dim 2"):
+        F.vmap(lambda x: x, in_dims=2)(ember.ones(3, 3))
+    with pytest.raises(ValueError, match="must only return Tensors"):
+        F.vmap(lambda x: 1.0)(ember.ones(3))
+
+
+def test_per_sample_gradients_recipe():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x, y = ember.randn(6, 4), ember.randint(0, 2, (6,))
+
+    def loss(p, xi, yi):
+        return nn.functional.cross_entropy(F.functional_call(model, p, (xi.unsqueeze(0),)), yi.unsqueeze(0))
+
+    per_sample = F.vmap(F.grad(loss), in_dims=(None, 0, 0))(params, x, y)
+    for i in range(6):
+        model.zero_grad()
+        nn.functional.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        for name, p in model.named_parameters():
+            np.testing.assert_allclose(per_sample[name][i].numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_model_ensembling_recipe():
+    ember.manual_seed(0)
+    models = [nn.Linear(3, 2) for _ in range(4)]
+    params, buffers = F.stack_module_state(models)
+    assert tuple(params["weight"].shape) == (4, 2, 3) and params["weight"].requires_grad
+    x = ember.randn(5, 3)
+    out = F.vmap(lambda p, b, xi: F.functional_call(models[0], (p, b), (xi,)), in_dims=(0, 0, None))(params, buffers, x)
+    for i, m in enumerate(models):
+        np.testing.assert_allclose(out[i].detach().numpy(), m(x).detach().numpy(), rtol=1e-6)

@@ -3,14 +3,15 @@
 `grad`, `grad_and_value`, `vjp`, `jacrev` and `hessian` compose (`grad(grad(f))`): a transform
 whose inputs already carry a graph records its own derivative on it. `jvp` uses the
 double-backward trick and `jacfwd` builds the same Jacobian as `jacrev`, until Ember has forward
-AD. `vmap` and `functionalize` are not implemented yet and raise `NotImplementedError`.
+AD. `vmap` runs the function once per sample (no batching rules yet); `functionalize` is not
+implemented and raises `NotImplementedError`.
 Arguments may be tensors or tuples, lists and dicts of them (pytrees).
 """
 import ember
 from ember.autograd.grad_mode import enable_grad
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call", "vmap",
-           "functionalize"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call",
+           "stack_module_state", "vmap", "functionalize"]
 
 
 # ---- pytrees of tensors ----
@@ -237,8 +238,91 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                                      strict=strict)
 
 
+def stack_module_state(models):
+    """`(params, buffers)`: each of the models' (same-named) parameters and buffers stacked along
+    a new first dim, for `vmap` over an ensemble. The stacked parameters are new leaves."""
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({type(m) for m in models}) != 1 or len({m.training for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class and in the same mode.")
+    params = {name: ember.stack([dict(m.named_parameters())[name].detach() for m in models]).requires_grad_()
+              for name, _ in models[0].named_parameters()}
+    buffers = {name: ember.stack([dict(m.named_buffers())[name] for m in models])
+               for name, _ in models[0].named_buffers()}
+    return params, buffers
+
+
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    raise NotImplementedError("ember.func.vmap is not implemented yet: loop over the batch dimension instead")
+    """`func` mapped over a batch dimension of its inputs (`in_dims`: one per argument, or one
+    for all; `None` leaves an argument unmapped), the results stacked at `out_dims`.
+
+    Ember has no batching rules yet: every sample runs `func` on its own slice (the per-sample
+    fallback), so the results are exact and nest with the other transforms, at loop speed."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    if chunk_size is not None and chunk_size <= 0:
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+
+    def wrapper(*args, **kwargs):
+        size, slicers = _batch_slicers(args, in_dims)
+        state = ember.get_rng_state()
+        results = []
+        for i in range(size):
+            if randomness == "same":
+                ember.set_rng_state(state)
+            before = ember.get_rng_state()
+            results.append(func(*(slicer(i) for slicer in slicers), **kwargs))
+            if randomness == "error" and ember.get_rng_state() != before:
+                raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use "
+                                   "the 'same' or 'different' randomness flags on vmap or perform the randomness "
+                                   "operation out of vmap")
+        return _stack_results(results, out_dims)
+    return wrapper
+
+
+def _batch_slicers(args, in_dims):
+    """The batch size, and for each argument a function giving its slice for sample `i`."""
+    if isinstance(in_dims, (int, type(None))):
+        in_dims = (in_dims,) * len(args)
+    if not isinstance(in_dims, tuple) or len(in_dims) != len(args):
+        raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the structure "
+                         f"of `inputs`. in_dims has structure {in_dims!r} but inputs has {len(args)} arguments.")
+    sizes, slicers = set(), []
+    for arg, dim in zip(args, in_dims):
+        if dim is None:
+            slicers.append(lambda i, arg=arg: arg)
+            continue
+        leaves, build = _flatten(arg)
+        for t in leaves:
+            if not -t.dim() <= dim < max(t.dim(), 1) or t.dim() == 0:
+                raise ValueError(f"vmap: Got in_dim={dim} for an input but the input is of type Tensor with "
+                                 f"{t.dim()} dimensions. We cannot vmap over dim {dim} of it.")
+            sizes.add(t.shape[dim])
+        slicers.append(lambda i, leaves=leaves, build=build, dim=dim: build([t.select(dim, i) for t in leaves]))
+    if not sizes:
+        raise ValueError("vmap(f, in_dims=..., ...)(<inputs>): at least one input should be batched (have an "
+                         "in_dim that is not None)")
+    if len(sizes) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sorted(sizes)} for the mapped dimension")
+    return sizes.pop(), slicers
+
+
+def _stack_results(results, out_dims):
+    flat = [_flatten(r) if not isinstance(r, (int, float, bool)) else _not_a_tensor(r) for r in results]
+    _, build = flat[0]
+    count = len(flat[0][0])
+    dims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * count
+    if len(dims) != count:
+        raise ValueError(f"vmap: out_dims={out_dims} is not compatible with the {count} outputs of the function")
+    stacked = [ember.stack([leaves[k] for leaves, _ in flat], dim=dims[k]) for k in range(count)]
+    return build(stacked)
+
+
+def _not_a_tensor(value):
+    raise ValueError(f"vmap: the function must only return Tensors, got type {type(value)}. Did you mean to set "
+                     "out_dims= to None for this output?")
 
 
 def functionalize(func, *, remove="mutations"):
