@@ -1,6 +1,7 @@
 """Training-step benchmarks, Ember against PyTorch on the CPU with the same thread count: an MLP
 (784-512-512-10, batch 256) and a small CNN (batch 64) trained with SGD + momentum, the
-autograd overhead per op on small tensors, and each training step's peak RSS (one child process
+autograd overhead per op on small tensors, per-sample gradients (`func.vmap(func.grad(...))`
+against a Python loop of backward passes), and each training step's peak RSS (one child process
 per model and library, so one library's memory never counts against the other)."""
 import argparse
 import json
@@ -64,6 +65,38 @@ def _training_step(lib, make):
         return loss
 
     return step
+
+
+PER_SAMPLE_BATCH = 64
+
+
+def _per_sample_grads(lib, vectorised):
+    """Per-sample gradients of a small MLP's loss over a batch: by `func.vmap(func.grad(...))`
+    over the batch, or by one backward pass per sample."""
+    lib.manual_seed(0)
+    nn, func = lib.nn, lib.func
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+    rng = np.random.default_rng(0)
+    x = lib.from_numpy(rng.standard_normal((PER_SAMPLE_BATCH, 32)).astype(np.float32))
+    y = lib.from_numpy(rng.integers(0, 10, PER_SAMPLE_BATCH))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss(p, xi, yi):
+        return nn.functional.cross_entropy(func.functional_call(model, p, (xi.unsqueeze(0),)), yi.unsqueeze(0))
+
+    if vectorised:
+        per_sample = func.vmap(func.grad(loss), in_dims=(None, 0, 0))
+        return lambda: per_sample(params, x, y)
+
+    def loop():
+        grads = []
+        for i in range(PER_SAMPLE_BATCH):
+            model.zero_grad()
+            nn.functional.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+            grads.append([p.grad.clone() for p in model.parameters()])
+        return grads
+
+    return loop
 
 
 def _median_seconds(fn, repeats):
@@ -137,6 +170,11 @@ def main():
     print("| workload | Ember | PyTorch | speed ratio |\n|---|---|---|---|")
     per_op = {k: (_median_seconds(_overhead_chain(lib), STEPS_TIMED) / OVERHEAD_OPS * 1e6 if lib else None) for k, lib in libs.items()}
     print(f"| mul, add, sin chain | {_fmt(per_op['ember'])} | {_fmt(per_op['torch'])} | {_ratio(per_op['ember'], per_op['torch'])} |")
+    print(f"\n### Per-sample gradients (ms for a batch of {PER_SAMPLE_BATCH}, MLP 32-64-10)\n")
+    print("| workload | Ember | PyTorch | speed ratio |\n|---|---|---|---|")
+    for label, vectorised in (("func.vmap(func.grad(loss))", True), ("Python loop of backward passes", False)):
+        times = {k: (_median_seconds(_per_sample_grads(lib, vectorised), 5) * 1e3 if lib else None) for k, lib in libs.items()}
+        print(f"| {label} | {_fmt(times['ember'])} | {_fmt(times['torch'])} | {_ratio(times['ember'], times['torch'])} |", flush=True)
     print(f"\n### Peak RSS of {MEMORY_STEPS} training steps (MiB; in parentheses: added over the RSS after imports and model)\n")
     print("| workload | Ember | PyTorch |\n|---|---|---|")
     for name in MODELS:
