@@ -129,6 +129,19 @@ def _single_element_v(values, what):
         raise RuntimeError(f"The vector v can only be None if the {what} a single Tensor with a single element.")
 
 
+def _inputs_and_v(inputs, v, create_graph, fn_name):
+    """The prepared inputs, and `v` checked against them (a vector in the inputs' space)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _prepare_inputs(inputs, create_graph, need_graph=True)
+    if v is None:
+        _single_element_v(inputs, "input to the user-provided function is")
+    else:
+        _, v = _as_tuple(v, "v", fn_name)
+        v = _prepare_inputs(v, create_graph, need_graph=False)
+        _validate_v(v, inputs, is_inputs_tuple)
+    return is_inputs_tuple, inputs, v
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """`(func(*inputs), vᵀ·J)`: the vector-Jacobian product at `inputs`."""
     with enable_grad():
@@ -152,14 +165,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """`(func(*inputs), J·v)`: the Jacobian-vector product at `inputs` (double-backward trick)."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _prepare_inputs(inputs, create_graph, need_graph=True)
-        if v is None:
-            _single_element_v(inputs, "input to the user-provided function is")
-        else:
-            _, v = _as_tuple(v, "v", "jvp")
-            v = _prepare_inputs(v, create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "jvp")
         outputs = func(*inputs)
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
         _check_requires_grad(outputs, "outputs", strict)
@@ -250,14 +256,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """`(func(*inputs), vᵀ·H)` for a scalar `func`."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _prepare_inputs(inputs, create_graph, need_graph=True)
-        if v is None:
-            _single_element_v(inputs, "input to the user-provided function is")
-        else:
-            _, v = _as_tuple(v, "v", "vhp")
-            v = _prepare_inputs(v, create_graph, need_graph=False)
-            _validate_v(v, inputs, is_inputs_tuple)
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "vhp")
         out = _scalar_function(func, "vhp")(*inputs)
         _check_requires_grad((out,), "outputs", strict)
         jac = _grad((out,), inputs, None, create_graph=True)
