@@ -6,7 +6,7 @@ from collections import OrderedDict, defaultdict
 import ember
 from ember import _C
 from ember.nn.modules.module import _typename
-from ember.utils.hooks import RemovableHandle
+from ember.utils.hooks import add_hook
 
 __all__ = ["Optimizer", "required"]
 
@@ -119,14 +119,10 @@ class Optimizer:
         return loss
 
     def register_step_pre_hook(self, hook):
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_post_hooks, hook)
 
     def state_dict(self):
         """{"state": {index: per-parameter state}, "param_groups": [group with params as

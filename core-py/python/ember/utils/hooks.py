@@ -30,3 +30,10 @@ class RemovableHandle:
 
     def __repr__(self):
         return f"<ember.utils.hooks.RemovableHandle id={self.id}>"
+
+
+def add_hook(hooks_dict, hook, **kwargs):
+    """Registers `hook` in `hooks_dict` and returns the handle that removes it."""
+    handle = RemovableHandle(hooks_dict, **kwargs)
+    hooks_dict[handle.id] = hook
+    return handle

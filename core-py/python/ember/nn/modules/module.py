@@ -7,7 +7,7 @@ from collections.abc import Mapping as _Mapping
 import ember
 from ember import _C
 from ember.nn.parameter import Parameter
-from ember.utils.hooks import RemovableHandle
+from ember.utils.hooks import RemovableHandle, add_hook
 
 __all__ = ["Module"]
 
@@ -436,24 +436,18 @@ class Module:
         return destination
 
     def register_state_dict_hook(self, hook):
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._state_dict_hooks, hook)
 
     def _register_state_dict_hook(self, hook):
         return self.register_state_dict_hook(hook)
 
     def register_load_state_dict_pre_hook(self, hook):
         """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)`."""
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._load_state_dict_pre_hooks, hook)
 
     def register_load_state_dict_post_hook(self, hook):
         """`hook(module, incompatible_keys)`, which may edit the key lists in place."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._load_state_dict_post_hooks, hook)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
         """Copies this module's own entries (not its children's) from `state_dict`."""

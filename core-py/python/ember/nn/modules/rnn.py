@@ -168,6 +168,14 @@ class RNNBase(Module):
             outputs[t] = state[0] if isinstance(state, tuple) else state
         return ember.stack(outputs), state
 
+    def forward(self, input, hx=None):
+        """RNN's and GRU's forward (one hidden state per layer and direction); LSTM has its own."""
+        x, batched = self._prepare(input, hx)
+        h0 = self._initial_state(hx, x.shape[1], x.dtype, self.hidden_size, batched)
+        out, finals = self._run(x, list(h0.unbind(0)))
+        h_n = ember.stack(finals)
+        return self._finish(out, batched), h_n if batched else h_n.squeeze(1)
+
     def _run(self, x, states):
         """All layers; `states[k]` is layer-direction k's initial state; returns the last
         layer's output and the final state of each layer-direction."""
@@ -205,13 +213,6 @@ class RNN(RNNBase):
     def _cell(self, x_proj, h, w_hh, b_hh, w_hr):
         return _rnn_step(self.nonlinearity)(x_proj, h, w_hh, b_hh)
 
-    def forward(self, input, hx=None):
-        x, batched = self._prepare(input, hx)
-        h0 = self._initial_state(hx, x.shape[1], x.dtype, self.hidden_size, batched)
-        out, finals = self._run(x, list(h0.unbind(0)))
-        h_n = ember.stack(finals)
-        return self._finish(out, batched), h_n if batched else h_n.squeeze(1)
-
 
 class GRU(RNNBase):
     def __init__(self, *args, **kwargs):
@@ -219,13 +220,6 @@ class GRU(RNNBase):
 
     def _cell(self, x_proj, h, w_hh, b_hh, w_hr):
         return _gru_step(x_proj, h, w_hh, b_hh)
-
-    def forward(self, input, hx=None):
-        x, batched = self._prepare(input, hx)
-        h0 = self._initial_state(hx, x.shape[1], x.dtype, self.hidden_size, batched)
-        out, finals = self._run(x, list(h0.unbind(0)))
-        h_n = ember.stack(finals)
-        return self._finish(out, batched), h_n if batched else h_n.squeeze(1)
 
 
 class LSTM(RNNBase):
