@@ -6,10 +6,55 @@ from collections.abc import Mapping as _Mapping
 
 import ember
 from ember import _C
+from ember.nn.modules._backward_hooks import BackwardHookState
 from ember.nn.parameter import Parameter
 from ember.utils.hooks import RemovableHandle, add_hook
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+           "register_module_backward_hook"]
+
+# Hooks every module runs (before its own), registered by the `register_module_*` functions.
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_backward_pre_hooks = OrderedDict()
+_global_backward_hooks = OrderedDict()
+# Whether the global backward hooks are full ones (True), deprecated ones (False), or none yet.
+_global_is_full_backward_hook = None
+
+
+def register_module_forward_pre_hook(hook):
+    """A forward pre-hook run by every module, before the module's own."""
+    return add_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook):
+    """A forward hook run by every module, before the module's own."""
+    return add_hook(_global_forward_hooks, hook)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """A backward pre-hook run by every module, before the module's own."""
+    return add_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    """A full backward hook run by every module, before the module's own."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = True
+    return add_hook(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook):
+    """Deprecated form of `register_module_full_backward_hook` (see
+    `Module.register_backward_hook` for how Ember runs it)."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = False
+    return add_hook(_global_backward_hooks, hook)
 
 
 def _typename(obj):
@@ -69,6 +114,9 @@ class Module:
         setattr_(self, "_forward_hooks_always_called", OrderedDict())
         setattr_(self, "_forward_pre_hooks", OrderedDict())
         setattr_(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
+        setattr_(self, "_backward_pre_hooks", OrderedDict())
+        setattr_(self, "_backward_hooks", OrderedDict())
+        setattr_(self, "_is_full_backward_hook", None)
         setattr_(self, "_state_dict_hooks", OrderedDict())
         setattr_(self, "_load_state_dict_pre_hooks", OrderedDict())
         setattr_(self, "_load_state_dict_post_hooks", OrderedDict())
@@ -242,8 +290,10 @@ class Module:
     def __setstate__(self, state):
         self.__dict__.update(state)
         for store in ("_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs",
-                      "_load_state_dict_post_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks"):
+                      "_load_state_dict_post_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                      "_backward_pre_hooks", "_backward_hooks"):
             self.__dict__.setdefault(store, OrderedDict())
+        self.__dict__.setdefault("_is_full_backward_hook", None)
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
 
     # ---- traversal ----
@@ -567,16 +617,52 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_full_backward_hook(self, hook, prepend=False):
-        raise NotImplementedError("Module backward hooks are not implemented in Ember yet; register a hook on the output tensor instead")
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """`hook(module, grad_output)` runs when the gradients with respect to the module's
+        outputs are known; a non-None result (one entry per output) replaces them."""
+        handle = add_hook(self._backward_pre_hooks, hook)
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
 
-    register_backward_hook = register_full_backward_hook
-    register_full_backward_pre_hook = register_full_backward_hook
+    def register_full_backward_hook(self, hook, prepend=False):
+        """`hook(module, grad_input, grad_output)` runs when the gradients with respect to the
+        module's positional inputs are known (one entry per argument, None for non-tensors
+        and tensors needing no gradient); a non-None result replaces `grad_input`. Inputs
+        and outputs must not be modified in place in forward."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. Please use only one of them.")
+        self._is_full_backward_hook = True
+        handle = add_hook(self._backward_hooks, hook)
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        """Deprecated. Ember runs it as a full backward hook: `grad_input` holds the gradients
+        with respect to the module's inputs, where PyTorch passes those of the last autograd
+        node recorded in forward (the same thing for single-op modules such as activations)."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. Please use only one of them.")
+        self._is_full_backward_hook = False
+        return add_hook(self._backward_hooks, hook)
+
+    def _backward_hook_state(self):
+        """The hook runner for one forward call, or None when no backward hook applies."""
+        hooks = list(_global_backward_hooks.values()) + list(self._backward_hooks.values())
+        pre_hooks = list(_global_backward_pre_hooks.values()) + list(self._backward_pre_hooks.values())
+        if not (hooks or pre_hooks):
+            return None
+        return BackwardHookState(self, hooks, pre_hooks)
 
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks):
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
         args, kwargs = self._run_pre_hooks(args, kwargs)
+        backward_hooks = self._backward_hook_state()
+        if backward_hooks is not None:
+            args = backward_hooks.wrap_inputs(args)
         called = set()
         try:
             result = self.forward(*args, **kwargs)
@@ -589,11 +675,18 @@ class Module:
                     except Exception:  # noqa: BLE001,S110  (the forward error is the one to report)
                         pass
             raise
+        if backward_hooks is not None:
+            backward_hooks.check_inputs_unmodified(args)
+            result = backward_hooks.wrap_outputs(result)
         return result
 
     __call__ = _call_impl
 
     def _run_pre_hooks(self, args, kwargs):
+        for hook in _global_forward_pre_hooks.values():
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
         for hook_id, hook in self._forward_pre_hooks.items():
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
@@ -613,6 +706,10 @@ class Module:
         return hook(self, args, result)
 
     def _run_post_hooks(self, args, kwargs, result, called):
+        for hook in _global_forward_hooks.values():
+            hook_result = hook(self, args, result)
+            if hook_result is not None:
+                result = hook_result
         for hook_id, hook in self._forward_hooks.items():
             called.add(hook_id)
             hook_result = self._call_post_hook(hook_id, hook, args, kwargs, result)
