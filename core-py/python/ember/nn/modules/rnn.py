@@ -4,12 +4,14 @@ them. Parameter names and gate orders are PyTorch's (LSTM: i, f, g, o; GRU: r, z
 import math
 import numbers
 import warnings
+from functools import partial
 
 import ember
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
+from ember.nn.utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -42,6 +44,30 @@ def _lstm_step(x_proj, state, w_hh, b_hh, w_hr=None):
     if w_hr is not None:
         h = F.linear(h, w_hr)
     return h, c
+
+
+def _rows(state, start, stop):
+    """Rows start:stop of a hidden state (a tensor, or LSTM's (h, c))."""
+    if isinstance(state, tuple):
+        return tuple(s[start:stop] for s in state)
+    return state[start:stop]
+
+
+def _join(states):
+    """Hidden states concatenated along the batch."""
+    if len(states) == 1:
+        return states[0]
+    if isinstance(states[0], tuple):
+        return tuple(ember.cat(parts) for parts in zip(*states))
+    return ember.cat(states)
+
+
+def _size(state):
+    return (state[0] if isinstance(state, tuple) else state).shape[0]
+
+
+def _hidden(state):
+    return state[0] if isinstance(state, tuple) else state
 
 
 class RNNBase(Module):
@@ -128,9 +154,9 @@ class RNNBase(Module):
 
     # ---- running the layers ----
 
-    def _prepare(self, input, hx):
+    def _prepare(self, input):
         if not isinstance(input, ember.Tensor):
-            raise NotImplementedError("PackedSequence input is not supported by Ember's recurrent layers; pad the batch instead")
+            raise TypeError(f"{type(self).__name__}: expected input to be a Tensor or a PackedSequence, got {type(input).__name__}")
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
         batched = input.ndim == 3
@@ -141,6 +167,23 @@ class RNNBase(Module):
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}")
         return input, batched
+
+    def _prepare_packed(self, input):
+        data = input.data
+        if data.ndim != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.ndim}")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {data.shape[-1]}")
+        return data
+
+    @staticmethod
+    def _permute_hidden(hx, permutation):
+        """The hidden state with its batch axis reordered (packing sorts the batch)."""
+        if hx is None or permutation is None:
+            return hx
+        if isinstance(hx, (tuple, list)):
+            return tuple(h.index_select(1, permutation) for h in hx)
+        return hx.index_select(1, permutation)
 
     def _initial_state(self, hx, batch, dtype, size, batched, name="hx"):
         layers = self.num_layers * (2 if self.bidirectional else 1)
@@ -165,18 +208,63 @@ class RNNBase(Module):
         outputs = [None] * x.shape[0]
         for t in steps:
             state = self._cell(x_proj[t], state, w_hh, b_hh, w_hr)
-            outputs[t] = state[0] if isinstance(state, tuple) else state
+            outputs[t] = _hidden(state)
         return ember.stack(outputs), state
 
-    def forward(self, input, hx=None):
-        """RNN's and GRU's forward (one hidden state per layer and direction); LSTM has its own."""
-        x, batched = self._prepare(input, hx)
-        h0 = self._initial_state(hx, x.shape[1], x.dtype, self.hidden_size, batched)
-        out, finals = self._run(x, list(h0.unbind(0)))
-        h_n = ember.stack(finals)
-        return self._finish(out, batched), h_n if batched else h_n.squeeze(1)
+    def _run_direction_packed(self, batch_sizes, data, state, suffix, reverse):
+        """One layer in one direction over a packed batch: step t updates only the first
+        `batch_sizes[t]` sequences (the ones still running), so each sequence's final state
+        is the one at its own last step."""
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
+        chunks = F.linear(data, w_ih, b_ih).split(batch_sizes)
+        outputs = [None] * len(chunks)
+        if reverse:
+            # Sequences join as the walk goes back in time, each from its initial state.
+            current = _rows(state, 0, batch_sizes[-1])
+            for t in range(len(chunks) - 1, -1, -1):
+                running = _size(current)
+                if batch_sizes[t] > running:
+                    current = _join([current, _rows(state, running, batch_sizes[t])])
+                current = self._cell(chunks[t], current, w_hh, b_hh, w_hr)
+                outputs[t] = _hidden(current)
+            return ember.cat(outputs), current
+        finished, current = [], state
+        for t, chunk in enumerate(chunks):
+            running = _size(current)
+            if batch_sizes[t] < running:
+                # Sequences that ended keep their last state.
+                finished.append(_rows(current, batch_sizes[t], running))
+                current = _rows(current, 0, batch_sizes[t])
+            current = self._cell(chunk, current, w_hh, b_hh, w_hr)
+            outputs[t] = _hidden(current)
+        return ember.cat(outputs), _join([current] + finished[::-1])
 
-    def _run(self, x, states):
+    def forward(self, input, hx=None):
+        """Padded or packed input; the layer-specific parts are the initial and final states."""
+        if isinstance(input, PackedSequence):
+            x, batched = self._prepare_packed(input), True
+            sizes = input.batch_sizes.tolist()
+            batch, run_direction = sizes[0], partial(self._run_direction_packed, sizes)
+            hx = self._permute_hidden(hx, input.sorted_indices)
+        else:
+            (x, batched), run_direction = self._prepare(input), self._run_direction
+            batch = x.shape[1]
+        out, finals = self._run(x, self._initial_states(hx, batch, x.dtype, batched), run_direction)
+        hidden = self._final_states(finals, batched)
+        if isinstance(input, PackedSequence):
+            packed = PackedSequence(out, input.batch_sizes, input.sorted_indices, input.unsorted_indices)
+            return packed, self._permute_hidden(hidden, input.unsorted_indices)
+        return self._finish(out, batched), hidden
+
+    def _initial_states(self, hx, batch, dtype, batched):
+        """One initial hidden state per layer and direction (RNN, GRU)."""
+        return list(self._initial_state(hx, batch, dtype, self.hidden_size, batched).unbind(0))
+
+    def _final_states(self, finals, batched):
+        h_n = ember.stack(finals)
+        return h_n if batched else h_n.squeeze(1)
+
+    def _run(self, x, states, run_direction):
         """All layers; `states[k]` is layer-direction k's initial state; returns the last
         layer's output and the final state of each layer-direction."""
         directions = 2 if self.bidirectional else 1
@@ -185,7 +273,7 @@ class RNNBase(Module):
             outs = []
             for d in range(directions):
                 k = layer * directions + d
-                out, final = self._run_direction(x, states[k], f"_l{layer}" + ("_reverse" if d else ""), d == 1)
+                out, final = run_direction(x, states[k], f"_l{layer}" + ("_reverse" if d else ""), d == 1)
                 outs.append(out)
                 finals.append(final)
             x = outs[0] if directions == 1 else ember.cat(outs, dim=-1)
@@ -229,22 +317,24 @@ class LSTM(RNNBase):
     def _cell(self, x_proj, state, w_hh, b_hh, w_hr):
         return _lstm_step(x_proj, state, w_hh, b_hh, w_hr)
 
-    def forward(self, input, hx=None):
-        x, batched = self._prepare(input, hx)
+    def _initial_states(self, hx, batch, dtype, batched):
+        """One (h, c) pair per layer and direction."""
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         if hx is None:
-            h0 = self._initial_state(None, x.shape[1], x.dtype, real_hidden, batched)
-            c0 = self._initial_state(None, x.shape[1], x.dtype, self.hidden_size, batched)
+            h0 = self._initial_state(None, batch, dtype, real_hidden, batched)
+            c0 = self._initial_state(None, batch, dtype, self.hidden_size, batched)
         else:
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
-            h0 = self._initial_state(hx[0], x.shape[1], x.dtype, real_hidden, batched, "h0")
-            c0 = self._initial_state(hx[1], x.shape[1], x.dtype, self.hidden_size, batched, "c0")
-        out, finals = self._run(x, list(zip(h0.unbind(0), c0.unbind(0))))
+            h0 = self._initial_state(hx[0], batch, dtype, real_hidden, batched, "h0")
+            c0 = self._initial_state(hx[1], batch, dtype, self.hidden_size, batched, "c0")
+        return list(zip(h0.unbind(0), c0.unbind(0)))
+
+    def _final_states(self, finals, batched):
         h_n, c_n = ember.stack([f[0] for f in finals]), ember.stack([f[1] for f in finals])
         if not batched:
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
-        return self._finish(out, batched), (h_n, c_n)
+        return h_n, c_n
 
 
 class _CellBase(Module):
