@@ -51,6 +51,10 @@ from ember._einsum import einsum  # noqa: E402,F401
 from ember._complex import *  # noqa: E402,F401,F403
 from ember import fft  # noqa: E402,F401
 from ember._spectral import *  # noqa: E402,F401,F403
+from ember import _foreach as _foreach_module  # noqa: E402
+
+# PyTorch's private multi-tensor ops live at the top level: ember._foreach_add_ ...
+globals().update({name: getattr(_foreach_module, name) for name in dir(_foreach_module) if name.startswith("_foreach_")})
 from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
 from ember import autograd, func, nn, optim, return_types, utils  # noqa: E402,F401
 from ember import safetensors, serialization  # noqa: E402,F401

@@ -1,6 +1,6 @@
 """Adagrad: per-element learning rates from the running sum of squared gradients."""
 import ember
-from ember.optim import _inplace as K
+from ember import _foreach as fe
 from ember.optim.optimizer import Optimizer
 
 __all__ = ["Adagrad"]
@@ -32,22 +32,16 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         return self._run_step(closure, self._update_group)
 
-    def _update_group(self, group):
-        lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
-        weight_decay, maximize = group["weight_decay"], group["maximize"]
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            state = self.state[p]
-            K.add_(state["step"], 1)
-            step = float(state["step"].item())
-            if maximize:
-                grad = -grad
-            if weight_decay != 0:
-                grad = grad + p * weight_decay
-            clr = lr / (1 + (step - 1) * lr_decay)
-            K.addcmul_(state["sum"], grad, grad, 1)
-            std = K.sqrt(state["sum"])
-            K.add_(std, eps)
-            K.addcdiv_(p, grad, std, -clr)
+    def _step_tensors(self, group, params, grads, states):
+        lr, lr_decay = group["lr"], group["lr_decay"]
+        if group["maximize"]:
+            grads = fe._foreach_neg(grads)
+        steps = [s["step"] for s in states]
+        fe._foreach_add_(steps, 1)
+        if group["weight_decay"] != 0:
+            grads = fe._foreach_add(grads, params, alpha=group["weight_decay"])
+        sums = [s["sum"] for s in states]
+        fe._foreach_addcmul_(sums, grads, grads, 1)
+        std = fe._foreach_sqrt(sums)
+        fe._foreach_add_(std, group["eps"])
+        fe._foreach_addcdiv_(params, grads, std, [-lr / (1 + (float(step.item()) - 1) * lr_decay) for step in steps])

@@ -1,6 +1,6 @@
 """Adam and AdamW (decoupled weight decay), with amsgrad and maximize."""
 import ember
-from ember.optim import _inplace as K
+from ember import _foreach as fe
 from ember.optim.optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -31,51 +31,45 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay or self._decoupled)
         super().__init__(params, defaults)
 
-    def _init_state(self, p, amsgrad):
+    def _init_state(self, p, group):
         state = self.state[p]
         if not state:
             state["step"] = ember.tensor(0.0)
             state["exp_avg"] = ember.zeros_like(p)
             state["exp_avg_sq"] = ember.zeros_like(p)
-            if amsgrad:
+            if group["amsgrad"]:
                 state["max_exp_avg_sq"] = ember.zeros_like(p)
         return state
 
     def step(self, closure=None):
         return self._run_step(closure, self._update_group)
 
-    def _update_group(self, group):
+    def _step_tensors(self, group, params, grads, states):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        weight_decay, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
-        decoupled = group.get("decoupled_weight_decay", self._decoupled)
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            if maximize:
-                grad = -grad
-            state = self._init_state(p, amsgrad)
-            K.add_(state["step"], 1)
-            step = float(state["step"].item())
-            if weight_decay != 0:
-                if decoupled:
-                    K.mul_(p, 1 - lr * weight_decay)
-                else:
-                    grad = grad + p * weight_decay
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            K.lerp_(exp_avg, grad, 1 - beta1)
-            K.mul_(exp_avg_sq, beta2)
-            K.addcmul_(exp_avg_sq, grad, grad, 1 - beta2)
-            step_size = lr / (1 - beta1**step)
-            bias_correction2_sqrt = (1 - beta2**step) ** 0.5
-            if amsgrad:
-                K.maximum_(state["max_exp_avg_sq"], exp_avg_sq)
-                denom = K.sqrt(state["max_exp_avg_sq"])
+        weight_decay = group["weight_decay"]
+        if group["maximize"]:
+            grads = fe._foreach_neg(grads)
+        steps = [s["step"] for s in states]
+        fe._foreach_add_(steps, 1)
+        if weight_decay != 0:
+            if group.get("decoupled_weight_decay", self._decoupled):
+                fe._foreach_mul_(params, 1 - lr * weight_decay)
             else:
-                denom = K.sqrt(exp_avg_sq)
-            K.div_(denom, bias_correction2_sqrt)
-            K.add_(denom, eps)
-            K.addcdiv_(p, exp_avg, denom, -step_size)
+                grads = fe._foreach_add(grads, params, alpha=weight_decay)
+        exp_avgs, exp_avg_sqs = [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states]
+        fe._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+        fe._foreach_mul_(exp_avg_sqs, beta2)
+        fe._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+        counts = [float(step.item()) for step in steps]
+        if group["amsgrad"]:
+            max_sqs = [s["max_exp_avg_sq"] for s in states]
+            fe._foreach_maximum_(max_sqs, exp_avg_sqs)
+            denom = fe._foreach_sqrt(max_sqs)
+        else:
+            denom = fe._foreach_sqrt(exp_avg_sqs)
+        fe._foreach_div_(denom, [(1 - beta2**n) ** 0.5 for n in counts])
+        fe._foreach_add_(denom, eps)
+        fe._foreach_addcdiv_(params, exp_avgs, denom, [-(lr / (1 - beta1**n)) for n in counts])
 
 
 class AdamW(Adam):

@@ -118,6 +118,25 @@ class Optimizer:
             hook(self, (), {})
         return loss
 
+    def _update_group(self, group):
+        """One group's update over its parameters that have a gradient: all of them at once
+        through the multi-tensor ops with `foreach=True`, else one at a time (the default, as
+        PyTorch's on the CPU). Both run `_step_tensors`, so their arithmetic is the same."""
+        params = [p for p in group["params"] if p.grad is not None]
+        if not params:
+            return
+        grads = [p.grad for p in params]
+        states = [self._init_state(p, group) for p in params]
+        if group.get("foreach"):
+            self._step_tensors(group, params, grads, states)
+        else:
+            for p, g, s in zip(params, grads, states):
+                self._step_tensors(group, [p], [g], [s])
+
+    def _init_state(self, param, group):
+        """The parameter's state, created on its first step."""
+        return self.state[param]
+
     def register_step_pre_hook(self, hook):
         return add_hook(self._optimizer_step_pre_hooks, hook)
 

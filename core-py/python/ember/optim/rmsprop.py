@@ -1,6 +1,6 @@
 """RMSprop, optionally centered and with momentum."""
 import ember
-from ember.optim import _inplace as K
+from ember import _foreach as fe
 from ember.optim.optimizer import Optimizer
 
 __all__ = ["RMSprop"]
@@ -37,34 +37,28 @@ class RMSprop(Optimizer):
     def step(self, closure=None):
         return self._run_step(closure, self._update_group)
 
-    def _update_group(self, group):
-        lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
-        weight_decay, centered, maximize = group["weight_decay"], group["centered"], group["maximize"]
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            state = self._init_state(p, group)
-            K.add_(state["step"], 1)
-            if maximize:
-                grad = -grad
-            if weight_decay != 0:
-                grad = grad + p * weight_decay
-            square_avg = state["square_avg"]
-            K.mul_(square_avg, alpha)
-            K.addcmul_(square_avg, grad, grad, 1 - alpha)
-            if centered:
-                grad_avg = state["grad_avg"]
-                K.lerp_(grad_avg, grad, 1 - alpha)
-                avg = square_avg - grad_avg * grad_avg
-                avg = K.sqrt(avg)
-            else:
-                avg = K.sqrt(square_avg)
-            K.add_(avg, eps)
-            if momentum > 0:
-                buf = state["momentum_buffer"]
-                K.mul_(buf, momentum)
-                K.addcdiv_(buf, grad, avg, 1)
-                K.axpy_(p, buf, -lr)
-            else:
-                K.addcdiv_(p, grad, avg, -lr)
+    def _step_tensors(self, group, params, grads, states):
+        lr, alpha, momentum = group["lr"], group["alpha"], group["momentum"]
+        fe._foreach_add_([s["step"] for s in states], 1)
+        if group["maximize"]:
+            grads = fe._foreach_neg(grads)
+        if group["weight_decay"] != 0:
+            grads = fe._foreach_add(grads, params, alpha=group["weight_decay"])
+        square_avgs = [s["square_avg"] for s in states]
+        fe._foreach_mul_(square_avgs, alpha)
+        fe._foreach_addcmul_(square_avgs, grads, grads, 1 - alpha)
+        if group["centered"]:
+            grad_avgs = [s["grad_avg"] for s in states]
+            fe._foreach_lerp_(grad_avgs, grads, 1 - alpha)
+            avg = fe._foreach_addcmul(square_avgs, grad_avgs, grad_avgs, -1)
+            fe._foreach_sqrt_(avg)
+        else:
+            avg = fe._foreach_sqrt(square_avgs)
+        fe._foreach_add_(avg, group["eps"])
+        if momentum > 0:
+            bufs = [s["momentum_buffer"] for s in states]
+            fe._foreach_mul_(bufs, momentum)
+            fe._foreach_addcdiv_(bufs, grads, avg)
+            fe._foreach_add_(params, bufs, alpha=-lr)
+        else:
+            fe._foreach_addcdiv_(params, grads, avg, -lr)

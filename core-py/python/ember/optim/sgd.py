@@ -1,5 +1,5 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
-from ember.optim import _inplace as K
+from ember import _foreach as fe
 from ember.optim.optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -23,24 +23,30 @@ class SGD(Optimizer):
     def step(self, closure=None):
         return self._run_step(closure, self._update_group)
 
-    def _update_group(self, group):
+    def _step_tensors(self, group, params, grads, states):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-        weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            if maximize:
-                grad = -grad
-            if weight_decay != 0:
-                grad = grad + p * weight_decay
-            if momentum != 0:
-                state = self.state[p]
-                buf = state.get("momentum_buffer")
-                if buf is None:
-                    buf = state["momentum_buffer"] = grad.detach().clone()
-                else:
-                    K.mul_(buf, momentum)
-                    K.axpy_(buf, grad, 1 - dampening)
-                grad = grad + buf * momentum if nesterov else buf
-            K.axpy_(p, grad, -lr)
+        if group["maximize"]:
+            grads = fe._foreach_neg(grads)
+        if group["weight_decay"] != 0:
+            grads = fe._foreach_add(grads, params, alpha=group["weight_decay"])
+        if momentum != 0:
+            grads = self._momentum(states, grads, momentum, dampening, group["nesterov"])
+        fe._foreach_add_(params, grads, alpha=-lr)
+
+    @staticmethod
+    def _momentum(states, grads, momentum, dampening, nesterov):
+        """Updates the momentum buffers (a copy of the gradient on the first step) and
+        returns the step directions."""
+        bufs, old = [], []
+        for state, grad in zip(states, grads):
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = grad.detach().clone()
+            else:
+                old.append((buf, grad))
+            bufs.append(buf)
+        if old:
+            old_bufs, old_grads = [b for b, _ in old], [g for _, g in old]
+            fe._foreach_mul_(old_bufs, momentum)
+            fe._foreach_add_(old_bufs, old_grads, alpha=1 - dampening)
+        return fe._foreach_add(grads, bufs, alpha=momentum) if nesterov else bufs
