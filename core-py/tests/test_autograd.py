@@ -1,7 +1,9 @@
 """The autograd engine and its Python API: requires_grad, backward, grad, graphs and nodes,
 retain_graph/create_graph, in-place safety, hooks, grad modes, custom Functions, gradcheck,
 and small training loops."""
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -477,3 +479,34 @@ def test_cnn_training_loop_decreases_the_loss():
                 p.add_(p.grad, alpha=-0.2)
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
+
+
+def _graph_saving_numpy_memory():
+    """A loss whose graph saves a tensor backed by a NumPy array (zero-copy), and a weak
+    reference to that array: it dies exactly when the saved tensor is freed."""
+    source = np.arange(1.0, 5.0)
+    alive = weakref.ref(source)
+    w = ember.ones(4, dtype=ember.float64, requires_grad=True)
+    loss = (ember.from_numpy(source) * w).sum()  # MulBackward saves the NumPy-backed factor
+    del source
+    gc.collect()
+    assert alive() is not None
+    return loss, w, alive
+
+
+def test_saved_tensors_are_freed_when_backward_finishes():
+    loss, w, alive = _graph_saving_numpy_memory()
+    loss.backward()
+    gc.collect()
+    assert alive() is None
+    assert w.grad.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_retained_graph_keeps_saved_tensors_until_it_is_dropped():
+    loss, w, alive = _graph_saving_numpy_memory()
+    loss.backward(retain_graph=True)
+    gc.collect()
+    assert alive() is not None
+    del loss
+    gc.collect()
+    assert alive() is None
