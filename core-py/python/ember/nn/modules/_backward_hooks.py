@@ -86,11 +86,12 @@ class BackwardHookState:
                 raise RuntimeError(_INPLACE_ERROR.format(k))
 
     def wrap_outputs(self, result):
+        if not isinstance(result, (_C.Tensor, tuple)):
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                          f"but received {type(result)}", stacklevel=3)
         single = not isinstance(result, tuple)
         values = (result,) if single else result
         if not any(isinstance(v, _C.Tensor) for v in values):
-            warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
-                          f"but received {type(result)}", stacklevel=3)
             return result
         self.n_outputs = len(values)
         values, self.output_index = self._wrap(values, self._on_output_grads, False)
