@@ -52,6 +52,9 @@ from ember._complex import *  # noqa: E402,F401,F403
 from ember import fft  # noqa: E402,F401
 from ember._spectral import *  # noqa: E402,F401,F403
 from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
+from ember import _functorch  # noqa: E402
+
+_functorch.install()  # BatchedTensor (vmap) takes the Tensor methods just added
 from ember import autograd, func, nn, optim, return_types, utils  # noqa: E402,F401
 from ember import safetensors, serialization  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
