@@ -280,4 +280,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
 
 def functionalize(func, *, remove="mutations"):
-    raise NotImplementedError("ember.func.functionalize is not implemented yet")
+    """`func` without observable mutations: its in-place ops and writes through views act on
+    private copies of the tensor inputs; inputs it mutated get their final value (one `copy_`)
+    when it returns. Outputs never share memory with inputs (an input returned unchanged is
+    returned itself); with remove="mutations_and_views" no output is a view either.
+    Ember has no graph tracer: this gives PyTorch's eager semantics, without a rewritten program."""
+    return _functorch.functionalize(func, remove=remove)

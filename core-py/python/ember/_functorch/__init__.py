@@ -4,6 +4,7 @@ from ember._functorch import _rules_conv, _rules_index, _rules_linalg, _rules_nn
 from ember._functorch import _rules_reduce, _rules_shape  # noqa: F401
 from ember._functorch._batched import LEVELS, STATS, BatchedTensor, NoBatchingRule
 from ember._functorch._methods import install
+from ember._functorch._functionalize import functionalize
 from ember._functorch._vmap import vmap
 
-__all__ = ["BatchedTensor", "LEVELS", "NoBatchingRule", "STATS", "install", "vmap"]
+__all__ = ["BatchedTensor", "LEVELS", "NoBatchingRule", "STATS", "functionalize", "install", "vmap"]

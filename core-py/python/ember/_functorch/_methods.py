@@ -77,11 +77,12 @@ def install():
         setattr(BatchedTensor, name, fn)
     for name in ("detach", "clone", "contiguous", "_to_dtype", "conj"):
         setattr(BatchedTensor, name, _inner_then_wrap(name))
-    for name in ("dtype", "device", "requires_grad", "is_leaf", "grad_fn", "is_cuda"):
+    for name in ("dtype", "device", "requires_grad", "is_leaf", "grad_fn", "is_cuda", "_version"):
         setattr(BatchedTensor, name, _forward(name))
     for name, fn in _operators().items():
         setattr(BatchedTensor, name, fn)
     BatchedTensor.requires_grad_ = _requires_grad_
+    BatchedTensor._is_view = lambda self: self._inner._is_view()
     BatchedTensor.shape = property(lambda self: _size(tuple(self._inner.shape)[1:]))
     BatchedTensor.ndim = property(lambda self: self._inner.dim() - 1)
     BatchedTensor.dim = lambda self: self._inner.dim() - 1
