@@ -121,6 +121,8 @@ def test_indexing_gather_and_embedding():
     check(lambda a: a[ember.tensor([0, 1]), :, ember.tensor([2, 3])], t(3, 4, 5, 6))  # non-adjacent: dims first
     check(lambda a, i: a[i], x, idx, in_dims=(0, 0))  # batched index
     check(lambda a, i: a[:, i], x, idx, in_dims=(0, 0))
+    check(lambda a, i: a[i], x, idx[:, 0], in_dims=(0, 0))  # a batched 0-d index
+    assert func.vmap(lambda a: isinstance(a, ember.Tensor), out_dims=None)(x) is True  # as functorch
     check(lambda a, i: a.gather(1, i.unsqueeze(0).expand(5, 2)), x, idx, in_dims=(0, 0))
     check(lambda a, i: a.index_select(1, i), x, idx, in_dims=(0, 0))
     check(lambda a: a.index_select(-1, ember.tensor([5, 0])), x)

@@ -147,10 +147,10 @@ def _param_unary(name, x, a=None, b=None, c=None, out=None):
 def _bound(v, name):
     if v is None or isinstance(v, numbers.Number):
         return v
+    if type(v) is BatchedTensor:  # a per-sample bound
+        return "tensor"
     if isinstance(v, _C.Tensor) and v.numel() == 1:
         return v.item()
-    if type(v) is BatchedTensor:
-        return "tensor"
     return "tensor"
 
 

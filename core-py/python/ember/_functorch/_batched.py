@@ -52,6 +52,13 @@ class BatchedTensor:
     def __repr__(self):
         return f"BatchedTensor(level={self._level.index}, bdim=0, value={self._inner!r})"
 
+    @property
+    def __class__(self):
+        # As functorch's BatchedTensor is a torch.Tensor, `isinstance(x, ember.Tensor)` holds
+        # inside vmap; native kernels still refuse it by its real type, which is what sends
+        # the call to the batching rules.
+        return _C.Tensor
+
 
 def rule(*names):
     """Registers a batching rule for the named native primitives."""
