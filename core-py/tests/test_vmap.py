@@ -174,6 +174,21 @@ def test_grad_jacrev_inside_vmap():
     assert tuple(nested.shape) == (2, 3, 4)
     outside = func.grad(lambda a: func.vmap(lambda r: (r ** 2).sum())(a).sum())(x)  # grad of vmap
     assert_close(outside, 2 * x)
+    data = t(5, 3)
+    f = lambda p: func.vmap(lambda d: (d * p).sum().tanh())(data).sum()  # noqa: E731
+    before = _functorch.STATS["fallbacks"]
+    sandwich = func.vmap(func.grad(f))(x)  # vmap of grad of vmap
+    assert _functorch.STATS["fallbacks"] == before, _functorch.STATS["last_fallback"]
+    assert_close(sandwich, loop(func.grad(f), (x,), 0))
+
+
+def test_nested_conv_over_two_batch_dims():
+    x, w = t(2, 3, 1, 6, 6), t(4, 1, 3, 3)
+    g = lambda i: F.conv2d(i.unsqueeze(0), w).relu().mean()  # noqa: E731
+    before = _functorch.STATS["fallbacks"]
+    out = func.vmap(func.vmap(g), in_dims=1)(x)
+    assert _functorch.STATS["fallbacks"] == before, _functorch.STATS["last_fallback"]
+    assert_close(out, ember.stack([loop(g, (x[:, i],), 0) for i in range(3)]))
 
 
 class SimpleCNN(nn.Module):
