@@ -5,7 +5,7 @@ import builtins
 import numbers
 
 from ember import _C
-from ember._functorch._batched import BatchedTensor, batched
+from ember._functorch._batched import batched
 
 __all__ = [
     "gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_copy", "index_fill",
@@ -16,7 +16,7 @@ __all__ = [
 
 
 def _tensor_arg(x, fn, name="input"):
-    if not isinstance(x, _C.Tensor) and type(x) is not BatchedTensor:
+    if not isinstance(x, _C.Tensor):
         raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(x).__name__}")
     return x
 
@@ -237,7 +237,7 @@ def _tensor_list(tensors, fn):
     if isinstance(tensors, _C.Tensor) or not isinstance(tensors, (tuple, list)):
         raise TypeError(f"{fn}(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
     for i, t in enumerate(tensors):
-        if not isinstance(t, _C.Tensor) and type(t) is not BatchedTensor:
+        if not isinstance(t, _C.Tensor):
             raise TypeError(f"{fn}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     return list(tensors)
 

@@ -7,7 +7,7 @@ from ember._functorch._batched import BatchedTensor
 
 
 def _is_advanced(k):
-    return isinstance(k, (_C.Tensor, list)) or type(k) is BatchedTensor or (hasattr(k, "__array_interface__") and not isinstance(k, numbers.Number))
+    return isinstance(k, (_C.Tensor, list)) or (hasattr(k, "__array_interface__") and not isinstance(k, numbers.Number))
 
 
 def _expand_key(key, ndim):
@@ -54,7 +54,7 @@ def basic_view(t, key):
         elif isinstance(k, _C.Tensor) and type(k) is not BatchedTensor and k.ndim == 0 and k.dtype not in (_C.bool, _C.uint8) and not k.is_floating_point():
             view = view.select(dim, int(k.item()))
         elif _is_advanced(k):
-            idx = k if isinstance(k, _C.Tensor) or type(k) is BatchedTensor else _as_index_tensor(k)
+            idx = k if isinstance(k, _C.Tensor) else _as_index_tensor(k)
             advanced.append((dim, idx))
             dim += idx.ndim if idx.dtype in (_C.bool, _C.uint8) else 1
         else:

@@ -27,7 +27,7 @@ ALIASES = {
 
 
 def _require_tensor(x, fn):
-    if not isinstance(x, _C.Tensor) and type(x) is not BatchedTensor:
+    if not isinstance(x, _C.Tensor):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
 
 
@@ -351,7 +351,7 @@ def _extreme(name, input, dim_or_other, keepdim):
         if input.numel() == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
         return _arg_reduce(input, None, False, name == "max")[0]
-    if isinstance(dim_or_other, _C.Tensor) or type(dim_or_other) is BatchedTensor:
+    if isinstance(dim_or_other, _C.Tensor):
         return (maximum if name == "max" else minimum)(input, dim_or_other)
     values, indices = _arg_reduce(input, dim_or_other, keepdim, name == "max")
     return getattr(return_types, name)(values, indices)

@@ -8,7 +8,7 @@ advanced indices, as PyTorch does (NumPy would count them as advanced indices)."
 import numbers
 
 from ember import _C
-from ember._functorch._batched import BatchedTensor, batched
+from ember._functorch._batched import batched
 
 _MASKS = (_C.bool, _C.uint8)
 
@@ -16,7 +16,7 @@ _MASKS = (_C.bool, _C.uint8)
 def _as_tensor(idx):
     from ember._indexing import _as_index_tensor
 
-    return idx if isinstance(idx, _C.Tensor) or type(idx) is BatchedTensor else _as_index_tensor(idx)
+    return idx if isinstance(idx, _C.Tensor) else _as_index_tensor(idx)
 
 
 def _mask_columns(view, d, mask):

@@ -2,7 +2,6 @@
 import numbers
 
 from ember import _C
-from ember._functorch._batched import BatchedTensor
 
 __all__ = [
     "reshape", "view_as_shape", "transpose", "swapaxes", "swapdims", "permute", "t", "squeeze", "unsqueeze", "flatten",
@@ -12,7 +11,7 @@ __all__ = [
 
 
 def _check(x, fn):
-    if not isinstance(x, _C.Tensor) and type(x) is not BatchedTensor:
+    if not isinstance(x, _C.Tensor):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
 
 

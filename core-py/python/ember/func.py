@@ -3,8 +3,8 @@
 `grad`, `grad_and_value`, `vjp`, `jacrev` and `hessian` compose (`grad(grad(f))`): a transform
 whose inputs already carry a graph records its own derivative on it. `jvp` uses the
 double-backward trick and `jacfwd` builds the same Jacobian as `jacrev`, until Ember has forward
-AD. `vmap` runs the function once per sample (no batching rules yet); `functionalize` is not
-implemented and raises `NotImplementedError`.
+AD. `vmap` runs the function once on batched values (batching rules, `ember._functorch`), or
+once per sample where an op has no rule; `functionalize` runs on private copies of the inputs.
 Arguments may be tensors or tuples, lists and dicts of them (pytrees).
 """
 import ember
@@ -19,7 +19,7 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"
 # ---- pytrees of tensors ----
 
 def _flatten(tree):
-    if isinstance(tree, ember.Tensor) or type(tree) is _functorch.BatchedTensor:
+    if isinstance(tree, ember.Tensor):
         return [tree], lambda leaves: leaves[0]
     if isinstance(tree, (tuple, list)):
         parts = [_flatten(t) for t in tree]
@@ -116,7 +116,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         with enable_grad():
             prep = _Prepared(args, argnums, "grad_and_value")
             out, aux = _split_aux(func(*prep.args, **kwargs), has_aux, "grad_and_value")
-            if not isinstance(out, ember.Tensor) and type(out) is not _functorch.BatchedTensor:
+            if not isinstance(out, ember.Tensor):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
             if out.dim() != 0:
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "

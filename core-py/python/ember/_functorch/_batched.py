@@ -102,10 +102,6 @@ def call(prim, *args):
         return batched(prim, *args)
 
 
-def is_tensor(x):
-    return isinstance(x, _C.Tensor) or type(x) is BatchedTensor
-
-
 def unwrap(x, level):
     """(value with the batch dim first, True) for `x` batched at `level`, else (x, False)."""
     if type(x) is BatchedTensor and x._level is level:

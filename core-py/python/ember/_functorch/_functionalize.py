@@ -10,14 +10,13 @@ and with remove="mutations_and_views" no output is a view.
 """
 import ember
 from ember import _C
-from ember._functorch._batched import BatchedTensor
 from ember._functorch._vmap import tree_flatten, tree_unflatten
 
 _MODES = ("mutations", "mutations_and_views")
 
 
 def _is_tensor(x):
-    return isinstance(x, _C.Tensor) or type(x) is BatchedTensor
+    return isinstance(x, _C.Tensor)  # a BatchedTensor (vmap) counts too
 
 
 def _write_back(original, result):

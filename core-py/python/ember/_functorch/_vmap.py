@@ -86,7 +86,7 @@ def _in_dims_per_leaf(func, in_dims, args):
         if not isinstance(dim, int) or isinstance(dim, bool):
             raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={dim} for an input but "
                              "in_dim must be either an integer dimension or None.")
-        if not (isinstance(leaf, _C.Tensor) or type(leaf) is BatchedTensor):
+        if not isinstance(leaf, _C.Tensor):
             raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={dim} for an input but the "
                              f"input is of type {type(leaf)}. We cannot vmap over non-Tensor arguments, please use "
                              "None as the respective in_dim")
@@ -197,7 +197,7 @@ def _unwrap_outputs(func, out, level, out_dims):
     leaves, spec, dims = _out_dims_per_leaf(func, out_dims, out)
     result = []
     for leaf, d in zip(leaves, dims):
-        is_tensor = isinstance(leaf, _C.Tensor) or type(leaf) is BatchedTensor
+        is_tensor = isinstance(leaf, _C.Tensor)
         if d is None:
             if type(leaf) is BatchedTensor and leaf._level is level:
                 raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` can not return a BatchedTensor when "
@@ -218,7 +218,7 @@ def _stack_outputs(func, results, out_dims):
     for k, d in enumerate(dims):
         if d is None:
             stacked.append(per_sample[0][k])
-        elif not (isinstance(leaves[k], _C.Tensor) or type(leaves[k]) is BatchedTensor):
+        elif not isinstance(leaves[k], _C.Tensor):
             raise _not_a_tensor(func, leaves[k])
         else:
             stacked.append(ember.stack([s[k] for s in per_sample], dim=d))

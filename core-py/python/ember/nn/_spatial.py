@@ -9,7 +9,7 @@ import math
 import numbers
 
 from ember import _C
-from ember._functorch._batched import BatchedTensor, batched
+from ember._functorch._batched import batched
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -23,7 +23,7 @@ __all__ = [
 
 
 def _tensor(x, fn, name="input", position=1):
-    if not isinstance(x, _C.Tensor) and type(x) is not BatchedTensor:
+    if not isinstance(x, _C.Tensor):
         raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be Tensor, not {type(x).__name__}")
     return x
 

@@ -125,7 +125,7 @@ def _softmax_dim(ndim):
 
 
 def _softmax(input, dim, dtype, log):
-    if not isinstance(input, _C.Tensor) and type(input) is not BatchedTensor:
+    if not isinstance(input, _C.Tensor):
         raise TypeError(f"softmax(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if dim is None:
         dim = _softmax_dim(input.ndim)
