@@ -102,6 +102,11 @@ def call(prim, *args):
         return batched(prim, *args)
 
 
+def refuse_out(out, what):
+    if out is not None:
+        raise NoBatchingRule(f"vmap: no batching rule for {what} with out= (in-place writes run per sample)")
+
+
 def unwrap(x, level):
     """(value with the batch dim first, True) for `x` batched at `level`, else (x, False)."""
     if type(x) is BatchedTensor and x._level is level:

@@ -7,12 +7,7 @@ broadcast from the right) line up with the logical dims."""
 import numbers
 
 from ember import _C
-from ember._functorch._batched import BatchedTensor, NoBatchingRule, call, pad_rank, rule, unwrap
-
-
-def refuse_out(out, what):
-    if out is not None:
-        raise NoBatchingRule(f"vmap: no batching rule for {what} with out= (in-place writes run per sample)")
+from ember._functorch._batched import BatchedTensor, NoBatchingRule, call, pad_rank, refuse_out, rule, unwrap
 
 
 def _rank(x, is_batched):

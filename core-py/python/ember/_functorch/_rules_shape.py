@@ -3,7 +3,7 @@ ones: view/reshape/transpose/permute/...) shift logical dims past the batch dim;
 `split`, `chunk` and `unbind` are primitive rules."""
 import numbers
 
-from ember._functorch._batched import BatchedTensor, call, logical_dim, materialize, rule, unwrap
+from ember._functorch._batched import BatchedTensor, call, logical_dim, materialize, refuse_out, rule, unwrap
 
 
 def _shape_args(args):
@@ -105,8 +105,6 @@ def _joined(level, tensors):
 
 @rule("cat")
 def _cat(level, tensors, dim=0, out=None):
-    from ember._functorch._rules_pointwise import refuse_out
-
     refuse_out(out, "cat")
     inners = _joined(level, tensors)
     # PyTorch skips 1-d empty tensors in cat; their batched form is 2-d, so drop them here.
