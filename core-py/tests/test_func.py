@@ -70,8 +70,6 @@ def test_bad_inputs_and_missing_transforms():
         F.grad(cubic, has_aux=True)(x)
     with pytest.raises(RuntimeError, match="tuples"):
         F.jvp(cubic, x, ember.ones(3))
-    with pytest.raises(NotImplementedError, match="functionalize"):
-        F.functionalize(cubic)
 
 
 def test_matches_torch_func():
@@ -107,9 +105,9 @@ def test_vmap_randomness_and_bad_inputs():
     assert len(set(different.reshape(-1).tolist())) == 3
     with pytest.raises(ValueError, match="same size in the mapped dimension"):
         F.vmap(lambda x, y: x + y)(ember.ones(3), ember.ones(4))
-    with pytest.raises(ValueError, match="at least one input should be batched"):
+    with pytest.raises(ValueError, match="Expected at least one Tensor to vmap over"):
         F.vmap(lambda x: x, in_dims=None)(ember.ones(3))
-    with pytest.raises(ValueError, match="cannot vmap over dim 2"):
+    with pytest.raises(ValueError, match="expected in_dim to satisfy -2 <= in_dim < 2"):
         F.vmap(lambda x: x, in_dims=2)(ember.ones(3, 3))
     with pytest.raises(ValueError, match="must only return Tensors"):
         F.vmap(lambda x: 1.0)(ember.ones(3))

@@ -56,6 +56,9 @@ from ember import _foreach as _foreach_module  # noqa: E402
 # PyTorch's private multi-tensor ops live at the top level: ember._foreach_add_ ...
 globals().update({name: getattr(_foreach_module, name) for name in dir(_foreach_module) if name.startswith("_foreach_")})
 from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
+from ember import _functorch  # noqa: E402
+
+_functorch.install()  # BatchedTensor (vmap) takes the Tensor methods just added
 from ember import autograd, func, nn, optim, return_types, utils  # noqa: E402,F401
 from ember import safetensors, serialization  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401

@@ -5,6 +5,7 @@ import builtins
 import numbers
 
 from ember import _C
+from ember._functorch._batched import batched
 
 __all__ = [
     "gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_copy", "index_fill",
@@ -29,7 +30,12 @@ def _result(r, out):
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """`out[i][j][k] = input[i][index[i][j][k]][k]` for dim=1 (index must be int64)."""
     _tensor_arg(input, "gather")
-    return _result(_C.gather(input, dim, _tensor_arg(index, "gather", "index")), out)
+    _tensor_arg(index, "gather", "index")
+    try:
+        r = _C.gather(input, dim, index)
+    except TypeError:
+        r = batched("gather", input, dim, index)
+    return _result(r, out)
 
 
 def _scatter_src(input, src, value, fn):
@@ -86,7 +92,12 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
 def index_select(input, dim, index, *, out=None):
     """The slices of `input` along `dim` named by the int32/int64 vector `index`."""
     _tensor_arg(input, "index_select")
-    return _result(_C.index_select(input, dim, _tensor_arg(index, "index_select", "index")), out)
+    _tensor_arg(index, "index_select", "index")
+    try:
+        r = _C.index_select(input, dim, index)
+    except TypeError:
+        r = batched("index_select", input, dim, index)
+    return _result(r, out)
 
 
 def _check_same_dtype(input, source, fn):
@@ -234,9 +245,12 @@ def _tensor_list(tensors, fn):
 def cat(tensors, dim=0, *, out=None):
     """Joins along `dim`, promoting dtypes; 1-d empty tensors are skipped, as PyTorch does."""
     ts = _tensor_list(tensors, "cat")
-    if out is None:
-        return _C.cat(ts, dim)
-    _C.cat(ts, dim, out)
+    try:
+        if out is None:
+            return _C.cat(ts, dim)
+        _C.cat(ts, dim, out)
+    except TypeError:
+        return batched("cat", ts, dim, out)
     return out
 
 
@@ -245,7 +259,12 @@ concat = concatenate = cat
 
 def stack(tensors, dim=0, *, out=None):
     """Joins equally shaped tensors along a new dim `dim`."""
-    return _result(_C.stack(_tensor_list(tensors, "stack"), dim), out)
+    ts = _tensor_list(tensors, "stack")
+    try:
+        r = _C.stack(ts, dim)
+    except TypeError:
+        r = batched("stack", ts, dim)
+    return _result(r, out)
 
 
 def _atleast(t, n):
@@ -276,13 +295,20 @@ def split(tensor, split_size_or_sections, dim=0):
     given list of sizes."""
     _tensor_arg(tensor, "split", "tensor")
     if isinstance(split_size_or_sections, numbers.Integral):
-        return tuple(_C.split(tensor, int(split_size_or_sections), dim))
-    return tuple(_C.split_with_sizes(tensor, [int(s) for s in split_size_or_sections], dim))
+        return tuple(_splitting("split", tensor, int(split_size_or_sections), dim))
+    return tuple(_splitting("split_with_sizes", tensor, [int(s) for s in split_size_or_sections], dim))
+
+
+def _splitting(prim, input, sizes, dim):
+    try:
+        return getattr(_C, prim)(input, sizes, dim)
+    except TypeError:
+        return batched(prim, input, sizes, dim)
 
 
 def chunk(input, chunks, dim=0):
     """At most `chunks` views of equal length along `dim`."""
-    return tuple(_C.chunk(_tensor_arg(input, "chunk"), chunks, dim))
+    return tuple(_splitting("chunk", _tensor_arg(input, "chunk"), chunks, dim))
 
 
 def tensor_split(input, indices_or_sections, dim=0):
@@ -294,13 +320,17 @@ def tensor_split(input, indices_or_sections, dim=0):
             raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional tensor of dtype long, but got a tensor with {s.ndim} dims and dtype {s.dtype}")
         s = s.item() if s.ndim == 0 else s.tolist()
     if isinstance(s, numbers.Integral):
-        return tuple(_C.tensor_split_sections(input, int(s), dim))
-    return tuple(_C.tensor_split_indices(input, [int(i) for i in s], dim))
+        return tuple(_splitting("tensor_split_sections", input, int(s), dim))
+    return tuple(_splitting("tensor_split_indices", input, [int(i) for i in s], dim))
 
 
 def unbind(input, dim=0):
     """Every slice along `dim`, as views."""
-    return tuple(_C.unbind(_tensor_arg(input, "unbind"), dim))
+    _tensor_arg(input, "unbind")
+    try:
+        return tuple(_C.unbind(input, dim))
+    except TypeError:
+        return tuple(batched("unbind", input, dim))
 
 
 # ---- copies that rearrange ----

@@ -3,6 +3,7 @@ lists and bool masks (advanced indexing) gather, as NumPy and PyTorch do."""
 import numbers
 
 from ember import _C
+from ember._functorch._batched import BatchedTensor
 
 
 def _is_advanced(k):
@@ -50,7 +51,7 @@ def basic_view(t, key):
             if not -size <= k < size:
                 raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
             view = view.select(dim, int(k))
-        elif isinstance(k, _C.Tensor) and k.ndim == 0 and k.dtype not in (_C.bool, _C.uint8) and not k.is_floating_point():
+        elif isinstance(k, _C.Tensor) and type(k) is not BatchedTensor and k.ndim == 0 and k.dtype not in (_C.bool, _C.uint8) and not k.is_floating_point():
             view = view.select(dim, int(k.item()))
         elif _is_advanced(k):
             idx = k if isinstance(k, _C.Tensor) else _as_index_tensor(k)

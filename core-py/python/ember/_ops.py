@@ -3,6 +3,7 @@ import builtins
 import numbers
 
 from ember import _C, return_types
+from ember._functorch._batched import BatchedTensor, batched
 
 UNARY = [
     "abs", "neg", "sign", "square", "floor", "ceil", "trunc", "exp", "exp2", "expm1", "log", "log2",
@@ -32,10 +33,13 @@ def _require_tensor(x, fn):
 
 def _make_unary(name):
     def fn(input, *, out=None):
-        _require_tensor(input, name)
-        if out is None:
-            return _C.unary(name, input)
-        _C.unary(name, input, out)
+        try:
+            if out is None:
+                return _C.unary(name, input)
+            _C.unary(name, input, out)
+        except TypeError:
+            _require_tensor(input, name)
+            return batched("unary", name, input, out)
         return out
 
     fn.__name__ = fn.__qualname__ = name
@@ -45,9 +49,12 @@ def _make_unary(name):
 
 def _make_binary(name):
     def fn(input, other, *, out=None):
-        if out is None:
-            return _C.binary(name, input, other)
-        _C.binary(name, input, other, out)
+        try:
+            if out is None:
+                return _C.binary(name, input, other)
+            _C.binary(name, input, other, out)
+        except TypeError:
+            return batched("binary", name, input, other, out)
         return out
 
     fn.__name__ = fn.__qualname__ = name
@@ -77,18 +84,24 @@ def round(input, *, decimals=0, out=None):
 def add(input, other, *, alpha=1, out=None):
     if alpha != 1:
         other = other * alpha
-    if out is None:
-        return _C.binary("add", input, other)
-    _C.binary("add", input, other, out)
+    try:
+        if out is None:
+            return _C.binary("add", input, other)
+        _C.binary("add", input, other, out)
+    except TypeError:
+        return batched("binary", "add", input, other, out)
     return out
 
 
 def sub(input, other, *, alpha=1, out=None):
     if alpha != 1:
         other = other * alpha
-    if out is None:
-        return _C.binary("sub", input, other)
-    _C.binary("sub", input, other, out)
+    try:
+        if out is None:
+            return _C.binary("sub", input, other)
+        _C.binary("sub", input, other, out)
+    except TypeError:
+        return batched("binary", "sub", input, other, out)
     return out
 
 
@@ -96,19 +109,22 @@ def rsub(input, other, *, alpha=1):
     return sub(other, input, alpha=alpha)
 
 
+_true_div = div
+
+
 def div(input, other, *, rounding_mode=None, out=None):
     """True division; `rounding_mode="trunc"` or `"floor"` rounds the quotient."""
     if rounding_mode not in (None, "trunc", "floor"):
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     if rounding_mode == "floor":
-        r = _C.binary("floor_divide", input, other)
+        r = floor_divide(input, other)
     elif rounding_mode == "trunc":
         r = _C.binary("div", input, other).trunc()
         common = _C.result_type(input, other)
         if not common.is_floating_point:
             r = r._to_dtype(common)
     else:
-        r = _C.binary("div", input, other)
+        r = _true_div(input, other)
     return r if out is None else out.copy_(r)
 
 
@@ -118,16 +134,21 @@ result_type = _C.result_type
 
 
 def _param_unary(name, x, a=None, b=None, c=None, out=None):
-    _require_tensor(x, name)
-    if out is None:
-        return _C.unary_with(name, x, a, b, c)
-    _C.unary_with(name, x, a, b, c, out)
+    try:
+        if out is None:
+            return _C.unary_with(name, x, a, b, c)
+        _C.unary_with(name, x, a, b, c, out)
+    except TypeError:
+        _require_tensor(x, name)
+        return batched("unary_with", name, x, a, b, c, out)
     return out
 
 
 def _bound(v, name):
     if v is None or isinstance(v, numbers.Number):
         return v
+    if type(v) is BatchedTensor:  # a per-sample bound
+        return "tensor"
     if isinstance(v, _C.Tensor) and v.numel() == 1:
         return v.item()
     return "tensor"
@@ -169,12 +190,18 @@ def where(condition, input=None, other=None):
     """`where(cond, x, y)` picks elementwise; `where(cond)` is `nonzero(cond, as_tuple=True)`."""
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    _require_tensor(condition, "where")
-    return _C.where(condition, input, other)
+    try:
+        return _C.where(condition, input, other)
+    except TypeError:
+        _require_tensor(condition, "where")
+        return batched("where", condition, input, other)
 
 
 def lerp(input, end, weight, *, out=None):
-    r = _C.lerp(input, end, weight)
+    try:
+        r = _C.lerp(input, end, weight)
+    except TypeError:
+        r = batched("lerp", input, end, weight)
     return r if out is None else out.copy_(r)
 
 
@@ -204,22 +231,34 @@ def broadcast_tensors(*tensors):
 # ---- matmul ----
 
 def matmul(input, other, *, out=None):
-    r = _C.matmul(input, other)
+    try:
+        r = _C.matmul(input, other)
+    except TypeError:
+        r = batched("matmul", input, other)
     return r if out is None else out.copy_(r)
 
 
 def mm(input, mat2, *, out=None):
-    r = _C.mm(input, mat2)
+    try:
+        r = _C.mm(input, mat2)
+    except TypeError:
+        r = batched("mm", input, mat2)
     return r if out is None else out.copy_(r)
 
 
 def bmm(input, mat2, *, out=None):
-    r = _C.bmm(input, mat2)
+    try:
+        r = _C.bmm(input, mat2)
+    except TypeError:
+        r = batched("bmm", input, mat2)
     return r if out is None else out.copy_(r)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
-    r = _C.addmm(input, mat1, mat2, float(beta), float(alpha))
+    try:
+        r = _C.addmm(input, mat1, mat2, float(beta), float(alpha))
+    except TypeError:
+        r = batched("addmm", input, mat1, mat2, float(beta), float(alpha))
     return r if out is None else out.copy_(r)
 
 
@@ -233,13 +272,13 @@ def dot(input, other):
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] to have the same number of elements, but got {input.shape[0]} and {other.shape[0]} elements respectively")
-    return _C.matmul(input, other)
+    return matmul(input, other)
 
 
 def mv(input, vec):
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
-    return _C.matmul(input, vec)
+    return matmul(input, vec)
 
 
 def outer(input, vec2):
@@ -252,7 +291,10 @@ def _reduce(name, input, dim, keepdim, dtype):
     _require_tensor(input, name)
     if isinstance(dim, (tuple, list)) and len(dim) == 0 and name not in ("amax", "amin"):
         dim = None
-    return _C.reduce(name, input, dim, keepdim, dtype)
+    try:
+        return _C.reduce(name, input, dim, keepdim, dtype)
+    except TypeError:
+        return batched("reduce", name, input, dim, keepdim, dtype)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
@@ -278,11 +320,17 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def amax(input, dim=(), keepdim=False):
-    return _C.reduce("amax", input, None if dim == () else dim, keepdim)
+    try:
+        return _C.reduce("amax", input, None if dim == () else dim, keepdim)
+    except TypeError:
+        return batched("reduce", "amax", input, None if dim == () else dim, keepdim)
 
 
 def amin(input, dim=(), keepdim=False):
-    return _C.reduce("amin", input, None if dim == () else dim, keepdim)
+    try:
+        return _C.reduce("amin", input, None if dim == () else dim, keepdim)
+    except TypeError:
+        return batched("reduce", "amin", input, None if dim == () else dim, keepdim)
 
 
 def all(input, dim=None, keepdim=False):
@@ -302,11 +350,18 @@ def _extreme(name, input, dim_or_other, keepdim):
     if dim_or_other is None:
         if input.numel() == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
-        return _C.arg_reduce(input, None, False, name == "max")[0]
+        return _arg_reduce(input, None, False, name == "max")[0]
     if isinstance(dim_or_other, _C.Tensor):
         return (maximum if name == "max" else minimum)(input, dim_or_other)
-    values, indices = _C.arg_reduce(input, dim_or_other, keepdim, name == "max")
+    values, indices = _arg_reduce(input, dim_or_other, keepdim, name == "max")
     return getattr(return_types, name)(values, indices)
+
+
+def _arg_reduce(input, dim, keepdim, is_max):
+    try:
+        return _C.arg_reduce(input, dim, keepdim, is_max)
+    except TypeError:
+        return batched("arg_reduce", input, dim, keepdim, is_max)
 
 
 def max(input, dim=None, keepdim=False, *, out=None):
@@ -320,13 +375,13 @@ def min(input, dim=None, keepdim=False, *, out=None):
 
 def argmax(input, dim=None, keepdim=False):
     _require_tensor(input, "argmax")
-    idx = _C.arg_reduce(input, dim, keepdim, True)[1]
+    idx = _arg_reduce(input, dim, keepdim, True)[1]
     return idx.reshape([1] * input.ndim) if dim is None and keepdim else idx
 
 
 def argmin(input, dim=None, keepdim=False):
     _require_tensor(input, "argmin")
-    idx = _C.arg_reduce(input, dim, keepdim, False)[1]
+    idx = _arg_reduce(input, dim, keepdim, False)[1]
     return idx.reshape([1] * input.ndim) if dim is None and keepdim else idx
 
 
@@ -414,4 +469,4 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return pow(sum(pow(a, p), dim, keepdim), 1.0 / p)
 
 
-__all__ = [n for n in list(_g) if not n.startswith("_") and n not in ("builtins", "numbers", "return_types")]
+__all__ = [n for n in list(_g) if not n.startswith("_") and n not in ("builtins", "numbers", "return_types", "BatchedTensor", "batched")]

@@ -8,6 +8,7 @@ advanced indices, as PyTorch does (NumPy would count them as advanced indices)."
 import numbers
 
 from ember import _C
+from ember._functorch._batched import batched
 
 _MASKS = (_C.bool, _C.uint8)
 
@@ -58,7 +59,10 @@ def _resolve(view, advanced):
 
 def advanced_get(view, advanced):
     view, dims, indices = _resolve(view, advanced)
-    return _C.index_get(view, dims, indices)
+    try:
+        return _C.index_get(view, dims, indices)
+    except TypeError:
+        return batched("index_get", view, dims, indices)
 
 
 def advanced_set(view, advanced, value, accumulate=False):

@@ -3,11 +3,13 @@
 `grad`, `grad_and_value`, `vjp`, `jacrev` and `hessian` compose (`grad(grad(f))`): a transform
 whose inputs already carry a graph records its own derivative on it. `jvp` uses the
 double-backward trick and `jacfwd` builds the same Jacobian as `jacrev`, until Ember has forward
-AD. `vmap` runs the function once per sample (no batching rules yet); `functionalize` is not
-implemented and raises `NotImplementedError`.
+AD. `vmap` runs the function once on batched values (batching rules, `ember._functorch`), or
+once per sample where an op has no rule; `functionalize` runs on private copies of the inputs.
 Arguments may be tensors or tuples, lists and dicts of them (pytrees).
 """
 import ember
+from ember import _functorch
+from ember._functorch import _autograd as _vmapped_autograd
 from ember.autograd.grad_mode import enable_grad
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call",
@@ -52,10 +54,14 @@ def _argnums(argnums, nargs, fn_name):
 def _track(leaves):
     """Leaves to differentiate against; ones that already carry a graph (an outer transform)
     stay connected to it."""
+    if _functorch.LEVELS:
+        return _vmapped_autograd.track(leaves)
     return [t.view_as(t) if t.requires_grad else t.detach().requires_grad_() for t in leaves]
 
 
 def _grads(outputs, inputs, grad_outputs, create_graph):
+    if _functorch.LEVELS:
+        return _vmapped_autograd.grads(outputs, inputs, grad_outputs, create_graph)
     grads = ember.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True, create_graph=create_graph,
                                 allow_unused=True)
     return [ember.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
@@ -254,76 +260,29 @@ def stack_module_state(models):
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    """`func` mapped over a batch dimension of its inputs (`in_dims`: one per argument, or one
-    for all; `None` leaves an argument unmapped), the results stacked at `out_dims`.
+    """`func` mapped over a batch dimension of its inputs: `in_dims` gives, per argument (or
+    one for all, or a tree matching an argument), the dim to map over or `None`; the results
+    are stacked at `out_dims` (likewise per output).
 
-    Ember has no batching rules yet: every sample runs `func` on its own slice (the per-sample
-    fallback), so the results are exact and nest with the other transforms, at loop speed."""
-    if randomness not in ("error", "different", "same"):
-        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
-    if chunk_size is not None and chunk_size <= 0:
-        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
-
-    def wrapper(*args, **kwargs):
-        size, slicers = _batch_slicers(args, in_dims)
-        state = ember.get_rng_state()
-        results = []
-        for i in range(size):
-            if randomness == "same":
-                ember.set_rng_state(state)
-            before = ember.get_rng_state()
-            results.append(func(*(slicer(i) for slicer in slicers), **kwargs))
-            if randomness == "error" and ember.get_rng_state() != before:
-                raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use "
-                                   "the 'same' or 'different' randomness flags on vmap or perform the randomness "
-                                   "operation out of vmap")
-        return _stack_results(results, out_dims)
-    return wrapper
-
-
-def _batch_slicers(args, in_dims):
-    """The batch size, and for each argument a function giving its slice for sample `i`."""
-    if isinstance(in_dims, (int, type(None))):
-        in_dims = (in_dims,) * len(args)
-    if not isinstance(in_dims, tuple) or len(in_dims) != len(args):
-        raise ValueError(f"vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the structure "
-                         f"of `inputs`. in_dims has structure {in_dims!r} but inputs has {len(args)} arguments.")
-    sizes, slicers = set(), []
-    for arg, dim in zip(args, in_dims):
-        if dim is None:
-            slicers.append(lambda i, arg=arg: arg)
-            continue
-        leaves, build = _flatten(arg)
-        for t in leaves:
-            if not -t.dim() <= dim < max(t.dim(), 1) or t.dim() == 0:
-                raise ValueError(f"vmap: Got in_dim={dim} for an input but the input is of type Tensor with "
-                                 f"{t.dim()} dimensions. We cannot vmap over dim {dim} of it.")
-            sizes.add(t.shape[dim])
-        slicers.append(lambda i, leaves=leaves, build=build, dim=dim: build([t.select(dim, i) for t in leaves]))
-    if not sizes:
-        raise ValueError("vmap(f, in_dims=..., ...)(<inputs>): at least one input should be batched (have an "
-                         "in_dim that is not None)")
-    if len(sizes) > 1:
-        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
-                         f"{sorted(sizes)} for the mapped dimension")
-    return sizes.pop(), slicers
-
-
-def _stack_results(results, out_dims):
-    flat = [_flatten(r) if not isinstance(r, (int, float, bool)) else _not_a_tensor(r) for r in results]
-    _, build = flat[0]
-    count = len(flat[0][0])
-    dims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * count
-    if len(dims) != count:
-        raise ValueError(f"vmap: out_dims={out_dims} is not compatible with the {count} outputs of the function")
-    stacked = [ember.stack([leaves[k] for leaves, _ in flat], dim=dims[k]) for k in range(count)]
-    return build(stacked)
-
-
-def _not_a_tensor(value):
-    raise ValueError(f"vmap: the function must only return Tensors, got type {type(value)}. Did you mean to set "
-                     "out_dims= to None for this output?")
+    `func` runs once on batched values: elementwise ops and operators, comparisons, `where`,
+    `clamp`, reductions (sum/mean/prod/amax/amin/max/min/argmax/argmin/var/std/norm/logsumexp,
+    softmax/log_softmax), views and joins (view/reshape/transpose/permute/unsqueeze/squeeze/
+    flatten/expand/select/narrow/cat/stack/chunk/split/unbind/T), matmul/mm/bmm/dot/mv/linear/
+    einsum, conv1d/2d/3d (batched inputs and weights), max/avg/adaptive pooling, indexing with
+    ints, slices, None, Ellipsis and integer tensors, gather, index_select, embedding, nll_loss/
+    cross_entropy/mse_loss and dropout have batching rules. Any other op (and Python that needs
+    a sample's values: `.item()`, `if t > 0:`, in-place writes) makes vmap run `func` once per
+    sample instead and stack the results (the per-sample fallback), with the same results.
+    `chunk_size` is validated; the batch always runs whole. `randomness`: "error" refuses random
+    ops, "same" shares the draws across samples, "different" draws per sample (dropout batched,
+    other random ops per sample)."""
+    return _functorch.vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
 
 
 def functionalize(func, *, remove="mutations"):
-    raise NotImplementedError("ember.func.functionalize is not implemented yet")
+    """`func` without observable mutations: its in-place ops and writes through views act on
+    private copies of the tensor inputs; inputs it mutated get their final value (one `copy_`)
+    when it returns. Outputs never share memory with inputs (an input returned unchanged is
+    returned itself); with remove="mutations_and_views" no output is a view either.
+    Ember has no graph tracer: this gives PyTorch's eager semantics, without a rewritten program."""
+    return _functorch.functionalize(func, remove=remove)

@@ -9,6 +9,7 @@ import math
 import numbers
 
 from ember import _C
+from ember._functorch._batched import batched
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -51,7 +52,10 @@ def _conv(dims, input, weight, bias, stride, padding, dilation, groups):
     stride, dilation = _ints(stride, fn, "stride"), _ints(dilation, fn, "dilation")
     if input.dtype.is_complex or weight.dtype.is_complex:
         return _complex_conv(dims, input, weight, bias, stride, padding, dilation, groups)
-    return _C.conv(input, weight, bias, stride, padding, dilation, groups, dims)
+    try:
+        return _C.conv(input, weight, bias, stride, padding, dilation, groups, dims)
+    except TypeError:
+        return batched("conv", input, weight, bias, stride, padding, dilation, groups, dims)
 
 
 def _complex_conv(dims, input, weight, bias, stride, padding, dilation, groups):
@@ -132,8 +136,12 @@ def _stride(stride, fn):
 def _max_pool(dims, input, kernel_size, stride, padding, dilation, ceil_mode):
     fn = f"max_pool{dims}d"
     _tensor(input, fn)
-    return _C.max_pool(input, dims, _ints(kernel_size, fn, "kernel_size"), _stride(stride, fn),
-                       _ints(padding, fn, "padding"), _ints(dilation, fn, "dilation"), bool(ceil_mode))
+    args = (dims, _ints(kernel_size, fn, "kernel_size"), _stride(stride, fn), _ints(padding, fn, "padding"),
+            _ints(dilation, fn, "dilation"), bool(ceil_mode))
+    try:
+        return _C.max_pool(input, *args)
+    except TypeError:
+        return batched("max_pool", input, *args)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True):
@@ -172,8 +180,12 @@ def _avg_pool(dims, input, kernel_size, stride, padding, ceil_mode, count_includ
     _tensor(input, fn)
     if divisor_override is not None and (isinstance(divisor_override, bool) or not isinstance(divisor_override, numbers.Integral)):
         raise TypeError(f"{fn}(): argument 'divisor_override' must be int, not {type(divisor_override).__name__}")
-    return _C.avg_pool(input, dims, _ints(kernel_size, fn, "kernel_size"), _stride(stride, fn), _ints(padding, fn, "padding"),
-                       bool(ceil_mode), bool(count_include_pad), divisor_override)
+    args = (dims, _ints(kernel_size, fn, "kernel_size"), _stride(stride, fn), _ints(padding, fn, "padding"),
+            bool(ceil_mode), bool(count_include_pad), divisor_override)
+    try:
+        return _C.avg_pool(input, *args)
+    except TypeError:
+        return batched("avg_pool", input, *args)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -205,13 +217,21 @@ def _output_size(output_size, dims, fn):
 def _adaptive_avg(dims, input, output_size):
     fn = f"adaptive_avg_pool{dims}d"
     _tensor(input, fn)
-    return _C.adaptive_avg_pool(input, dims, _output_size(output_size, dims, fn))
+    sizes = _output_size(output_size, dims, fn)
+    try:
+        return _C.adaptive_avg_pool(input, dims, sizes)
+    except TypeError:
+        return batched("adaptive_avg_pool", input, dims, sizes)
 
 
 def _adaptive_max(dims, input, output_size):
     fn = f"adaptive_max_pool{dims}d"
     _tensor(input, fn)
-    return _C.adaptive_max_pool(input, dims, _output_size(output_size, dims, fn))
+    sizes = _output_size(output_size, dims, fn)
+    try:
+        return _C.adaptive_max_pool(input, dims, sizes)
+    except TypeError:
+        return batched("adaptive_max_pool", input, dims, sizes)
 
 
 def adaptive_avg_pool1d(input, output_size):

@@ -7,13 +7,27 @@ import warnings
 
 import ember
 from ember import _C, _ops
+from ember._functorch._batched import BatchedTensor, batched
 
 
 def _act(name, input, inplace):
-    if inplace:
+    try:
+        if not inplace:
+            return _C.unary(name, input)
         _C.unary(name, input, input)
-        return input
-    return _C.unary(name, input)
+    except TypeError:
+        return batched("unary", name, input, input if inplace else None)
+    return input
+
+
+def _param_act(name, input, a, b, inplace):
+    try:
+        if not inplace:
+            return _C.unary_with(name, input, a, b)
+        _C.unary_with(name, input, a, b, None, input)
+    except TypeError:
+        return batched("unary_with", name, input, a, b, None, input if inplace else None)
+    return input
 
 
 def relu(input, inplace=False):
@@ -27,24 +41,15 @@ def relu6(input, inplace=False):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
-    if inplace:
-        _C.unary_with("hardtanh", input, min_val, max_val, None, input)
-        return input
-    return _C.unary_with("hardtanh", input, min_val, max_val)
+    return _param_act("hardtanh", input, min_val, max_val, inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    if inplace:
-        _C.unary_with("leaky_relu", input, negative_slope, None, None, input)
-        return input
-    return _C.unary_with("leaky_relu", input, negative_slope)
+    return _param_act("leaky_relu", input, negative_slope, None, inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    if inplace:
-        _C.unary_with("elu", input, alpha, None, None, input)
-        return input
-    return _C.unary_with("elu", input, alpha)
+    return _param_act("elu", input, alpha, None, inplace)
 
 
 def selu(input, inplace=False):
@@ -62,7 +67,7 @@ def gelu(input, approximate="none"):
     """GELU; `approximate="tanh"` uses the tanh formula."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"approximate argument must be either none or tanh, got '{approximate}'")
-    return _C.unary("gelu" if approximate == "none" else "gelu_tanh", input)
+    return _act("gelu" if approximate == "none" else "gelu_tanh", input, False)
 
 
 def silu(input, inplace=False):
@@ -82,15 +87,15 @@ def hardsigmoid(input, inplace=False):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    return _C.unary_with("softplus", input, beta, threshold)
+    return _param_act("softplus", input, beta, threshold, False)
 
 
 def sigmoid(input):
-    return _C.unary("sigmoid", input)
+    return _act("sigmoid", input, False)
 
 
 def tanh(input):
-    return _C.unary("tanh", input)
+    return _act("tanh", input, False)
 
 
 def logsigmoid(input):
@@ -126,7 +131,14 @@ def _softmax(input, dim, dtype, log):
         dim = _softmax_dim(input.ndim)
     if dtype is not None:
         input = input._to_dtype(dtype)
-    return _C.softmax(input, dim, log)
+    return _native_softmax(input, dim, log)
+
+
+def _native_softmax(input, dim, log):
+    try:
+        return _C.softmax(input, dim, log)
+    except TypeError:
+        return batched("softmax", input, dim, log)
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
@@ -229,7 +241,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise RuntimeError("derivative for embedding with scale_grad_by_freq=True is not implemented")
     if max_norm is not None:
         _C.embedding_renorm_(weight, input, max_norm, norm_type)
-    return _C.embedding(weight, input, padding_idx)
+    try:
+        return _C.embedding(weight, input, padding_idx)
+    except TypeError:
+        return batched("embedding", weight, input, padding_idx)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
@@ -322,6 +337,10 @@ def _dropout(input, p, training, inplace, mask_shape):
         return input
     if p == 1.0:
         return _apply(input, input * 0, inplace)
+    if type(input) is BatchedTensor:
+        from ember._functorch._rules_nn import dropout_mask
+
+        return _apply(input, input * (dropout_mask(input, mask_shape, p, input.dtype) / (1.0 - p)), inplace)
     return _apply(input, input * (_keep_mask(mask_shape, p, input.dtype) / (1.0 - p)), inplace)
 
 
@@ -465,7 +484,14 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-input[n, target[n]] (times weight[target[n]]); the mean divides by the total weight."""
-    return _C.nll_loss(input, target, weight, _reduction(size_average, reduce, reduction), ignore_index)[0]
+    return _native_nll_loss(input, target, weight, _reduction(size_average, reduce, reduction), ignore_index)[0]
+
+
+def _native_nll_loss(input, target, weight, reduction, ignore_index):
+    try:
+        return _C.nll_loss(input, target, weight, reduction, ignore_index)
+    except TypeError:
+        return batched("nll_loss", input, target, weight, reduction, ignore_index)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0):
@@ -476,10 +502,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 1 if input.ndim >= 2 else 0
-    logp = _C.softmax(input, class_dim, True)
+    logp = _native_softmax(input, class_dim, True)
     if target.dtype.is_floating_point:
         return _cross_entropy_probs(logp, target, weight, class_dim, reduction, label_smoothing)
-    loss, total_weight = _C.nll_loss(logp, target, weight, reduction, ignore_index)
+    loss, total_weight = _native_nll_loss(logp, target, weight, reduction, ignore_index)
     if label_smoothing == 0.0:
         return loss
     weighted = logp if weight is None else logp * _class_view(weight, logp, class_dim)
