@@ -37,13 +37,17 @@ pub fn set_num_threads(n: usize) {
     }
 }
 
-/// Calls `f(start, end)` over `0..n` split into at most one range per thread, each at least
-/// `grain` long; runs inline when there is only one range.
+/// Ranges per thread a large job is cut into: on a shared host a core can stall mid-job, and
+/// with several ranges each the other threads take over its remaining ones.
+const RANGES_PER_THREAD: usize = 4;
+
+/// Calls `f(start, end)` over `0..n` in ranges at least `grain` long, a few per thread; runs
+/// inline when there is only one range.
 pub fn for_range(n: usize, grain: usize, f: impl Fn(usize, usize) + Sync) {
     let pool = pool();
     let threads = pool.current_num_threads();
-    let tasks = (n / grain.max(1)).clamp(1, threads);
-    if tasks <= 1 || rayon::current_thread_index().is_some() {
+    let tasks = (n / grain.max(1)).clamp(1, threads * RANGES_PER_THREAD);
+    if threads == 1 || tasks <= 1 || rayon::current_thread_index().is_some() {
         if n > 0 {
             f(0, n);
         }

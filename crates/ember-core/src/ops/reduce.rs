@@ -1,11 +1,12 @@
 //! Reductions over any set of dims. The reduced dims are merged into runs (`Plan`); each output
 //! folds its runs with 8 independent accumulators, which is what lets float sums vectorise.
 use super::map::Ptr;
+use super::sum_simd::{self, Run};
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::layout::wrap_dim;
-use crate::parallel::{for_range, pool, GRAIN};
+use crate::parallel::{for_range, GRAIN};
 use crate::strided::{unravel, Plan};
 use crate::tensor::Tensor;
 use crate::with_dtype;
@@ -110,14 +111,18 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
     let out = Tensor::uninit(&out_shape(x.shape(), &mask, keepdim), out_dtype);
     macro_rules! go {
         ($T:ty, $A:ty, $O:ty, $init:expr, $load:expr, $step:expr, $finish:expr) => {
-            fold::<$T, $A, $O>(&x, &mask, &out, $init, $load, $step, $finish)
+            go!($T, $A, $O, $init, $load, $step, $finish, None)
+        };
+        ($T:ty, $A:ty, $O:ty, $init:expr, $load:expr, $step:expr, $finish:expr, $run:expr) => {
+            fold::<$T, $A, $O>(&x, &mask, &out, $init, $load, $step, $finish, $run)
         };
     }
+    // `sums`: whether the fold is a sum, which has explicit-SIMD runs for f32 and f64.
     macro_rules! floats {
-        ($init:expr, $step:expr, $finish:expr) => {
+        ($init:expr, $step:expr, $finish:expr, $sums:expr) => {
             match d {
-                DType::F32 => go!(f32, f32, f32, $init, |v| v, $step, |a, n| $finish(a, n)),
-                DType::F64 => go!(f64, f64, f64, $init, |v| v, $step, |a, n| $finish(a, n)),
+                DType::F32 => go!(f32, f32, f32, $init, |v| v, $step, |a, n| $finish(a, n), sum_simd::f32_sum().filter(|_| $sums)),
+                DType::F64 => go!(f64, f64, f64, $init, |v| v, $step, |a, n| $finish(a, n), sum_simd::f64_sum().filter(|_| $sums)),
                 DType::F16 => go!(f16, f32, f16, $init, |v: f16| v.to_f32(), $step, |a, n| f16::from_f32($finish(a, n))),
                 DType::BF16 => go!(bf16, f32, bf16, $init, |v: bf16| v.to_f32(), $step, |a, n| bf16::from_f32($finish(a, n))),
                 _ => unreachable!(),
@@ -125,11 +130,11 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
         };
     }
     match op {
-        Sum if d.is_float() => floats!(0.0, |a, b| a + b, |a, _| a),
-        Prod if d.is_float() => floats!(1.0, |a, b| a * b, |a, _| a),
-        Mean => floats!(0.0, |a, b| a + b, mean_of),
-        Amax if d.is_float() => floats!(f32::NEG_INFINITY as _, |a, b| if a > b || a.is_nan() { a } else { b }, |a, _| a),
-        Amin if d.is_float() => floats!(f32::INFINITY as _, |a, b| if a < b || a.is_nan() { a } else { b }, |a, _| a),
+        Sum if d.is_float() => floats!(0.0, |a, b| a + b, |a, _| a, true),
+        Prod if d.is_float() => floats!(1.0, |a, b| a * b, |a, _| a, false),
+        Mean => floats!(0.0, |a, b| a + b, mean_of, true),
+        Amax if d.is_float() => floats!(f32::NEG_INFINITY as _, |a, b| if a > b || a.is_nan() { a } else { b }, |a, _| a, false),
+        Amin if d.is_float() => floats!(f32::INFINITY as _, |a, b| if a < b || a.is_nan() { a } else { b }, |a, _| a, false),
         Sum => with_dtype!(d, T, go!(T, i64, i64, 0, |v: T| v.to_i64(), |a: i64, b| a.wrapping_add(b), |a, _| a)),
         Prod => with_dtype!(d, T, go!(T, i64, i64, 1, |v: T| v.to_i64(), |a: i64, b| a.wrapping_mul(b), |a, _| a)),
         Amax => with_dtype!(d, T, go!(T, i64, T, i64::MIN, |v: T| v.to_i64(), |a: i64, b| a.max(b), |a, _| T::from_i64(a))),
@@ -227,6 +232,7 @@ unsafe fn fold_run_avx2<T: Copy, A: Copy>(
     fold_run::<32, T, A>(p, len, s, init, acc, load, step)
 }
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn fold_any<T: Copy, A: Copy>(
     p: *const T,
     len: usize,
@@ -235,7 +241,11 @@ unsafe fn fold_any<T: Copy, A: Copy>(
     acc: A,
     load: &impl Fn(T) -> A,
     step: &impl Fn(A, A) -> A,
+    run: Option<Run<T, A>>,
 ) -> A {
+    if let (Some(run), 1) = (run, s) {
+        return step(acc, run(p, len));
+    }
     #[cfg(target_arch = "x86_64")]
     if super::map::has_avx2() {
         return fold_run_avx2(p, len, s, init, acc, load, step);
@@ -252,6 +262,7 @@ pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
     load: impl Fn(T) -> A + Sync,
     step: impl Fn(A, A) -> A + Sync,
     finish: impl Fn(A, usize) -> O + Sync,
+    run: Option<Run<T, A>>,
 ) {
     let (kept, red): (Vec<usize>, Vec<usize>) = (0..x.ndim()).partition(|&d| !mask[d]);
     let red_shape: Vec<usize> = red.iter().map(|&d| x.shape()[d]).collect();
@@ -262,17 +273,18 @@ pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
         return;
     }
     if outputs == 1 && x.numel() >= 2 * GRAIN {
-        // One output: fold pieces of the flat data on every thread, then fold the partials.
+        // One output: fold pieces of the flat data on every thread, then fold the partials in
+        // piece order, so the result does not depend on which thread finished first.
         let xc = x.contiguous();
         let px = Ptr(xc.data_ptr::<T>());
-        let threads = pool().current_num_threads();
-        let piece = count.div_ceil(threads);
-        let partials = std::sync::Mutex::new(Vec::with_capacity(threads));
-        for_range(count, piece, |s, e| {
-            let part = unsafe { fold_any(px.at(s as isize), e - s, 1, init, init, &load, &step) };
-            partials.lock().unwrap().push(part);
+        let partials = std::sync::Mutex::new(Vec::new());
+        for_range(count, GRAIN, |s, e| {
+            let part = unsafe { fold_any(px.at(s as isize), e - s, 1, init, init, &load, &step, run) };
+            partials.lock().unwrap().push((s, part));
         });
-        let total = partials.into_inner().unwrap().into_iter().fold(init, &step);
+        let mut partials = partials.into_inner().unwrap();
+        partials.sort_unstable_by_key(|p| p.0);
+        let total = partials.into_iter().map(|p| p.1).fold(init, &step);
         unsafe { *po.at(0) = finish(total, count) };
         return;
     }
@@ -293,7 +305,7 @@ pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
             let mut acc = init;
             if count > 0 {
                 red_plan.for_each_run_serial(|off, len, s| {
-                    acc = unsafe { fold_any(px.at(base + off), len, s, init, acc, &load, &step) };
+                    acc = unsafe { fold_any(px.at(base + off), len, s, init, acc, &load, &step, run) };
                 });
             }
             unsafe { *po.at(o as isize) = finish(acc, count) };
