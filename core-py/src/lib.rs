@@ -16,6 +16,12 @@ mod sort;
 mod tensor;
 mod text;
 
+/// Kernels allocate on pool threads (gemm's packing buffers, outputs), and glibc gives each
+/// thread an arena that keeps its freed pages: RSS drifted above PyTorch's in a training loop.
+/// mimalloc reuses and returns memory across threads (Polars ships an allocator the same way).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use convert::PyDType;
 use ember_core::DType;
 use pyo3::prelude::*;

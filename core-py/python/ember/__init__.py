@@ -4,6 +4,12 @@
 from PyTorch the docstring says so.
 """
 import builtins as _builtins
+import os as _os
+
+# `_C` allocates with mimalloc, which reads its options once, when the library loads. Committing
+# arena memory only as it is touched keeps RSS to what tensors use (about 8 MiB less in a
+# training loop) at no measured cost in speed.
+_os.environ.setdefault("MIMALLOC_ARENA_EAGER_COMMIT", "0")
 
 from ember import _C
 from ember._C import Generator, Tensor, dtype
