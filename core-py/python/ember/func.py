@@ -58,8 +58,11 @@ def _track(leaves):
 
 
 def _fresh_leaf(t):
-    dual = forward_ad.unpack_dual(t).tangent is not None
-    return (t.view_as(t) if dual else t.detach()).requires_grad_()
+    return (t.view_as(t) if _is_dual(t) else t.detach()).requires_grad_()
+
+
+def _is_dual(t):
+    return forward_ad.unpack_dual(t).tangent is not None
 
 
 def _grads(outputs, inputs, grad_outputs, create_graph):
@@ -93,7 +96,8 @@ class _Prepared:
         self.builds, self.leaves, self.nested = [], [], False
         for n in self.nums:
             leaves, build = _flatten(args[n])
-            self.nested = self.nested or any(t.requires_grad for t in leaves)
+            # Inside an outer transform (a graph, or tangents of jvp/jacfwd): results stay attached.
+            self.nested = self.nested or any(t.requires_grad or _is_dual(t) for t in leaves)
             tracked = _track(leaves)
             self.args[n] = build(tracked)
             self.builds.append((build, len(tracked)))
