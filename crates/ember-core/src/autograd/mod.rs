@@ -252,3 +252,6 @@ pub fn linear(names: [&'static str; 2], x: &Tensor, map: LinearFn, adjoint: Line
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod forward_tests;
