@@ -289,6 +289,47 @@ fn _check_inplace(t: PyRef<'_, PyTensor>) -> PyResult<()> {
     autograd::inplace::check_writable(&t.t).map_err(to_py)
 }
 
+// ---- forward mode ----
+
+#[pyfunction]
+fn _enter_dual_level() -> PyResult<u64> {
+    autograd::forward::enter_dual_level().map_err(to_py)
+}
+
+#[pyfunction]
+fn _exit_dual_level(level: u64) -> PyResult<()> {
+    autograd::forward::exit_dual_level(level).map_err(to_py)
+}
+
+#[pyfunction]
+fn _make_dual(primal: PyRef<'_, PyTensor>, tangent: PyRef<'_, PyTensor>, level: u64) -> PyResult<PyTensor> {
+    autograd::forward::make_dual(&primal.t, &tangent.t, level).map(PyTensor::new).map_err(to_py)
+}
+
+#[pyfunction]
+fn _unpack_dual(t: PyRef<'_, PyTensor>, level: u64) -> PyResult<(PyTensor, Option<PyTensor>)> {
+    let (primal, tangent) = autograd::forward::unpack_dual(&t.t, level).map_err(to_py)?;
+    Ok((PyTensor::new(primal), tangent.map(PyTensor::new)))
+}
+
+/// The tangent of `t` in the open level, if any.
+#[pyfunction]
+fn _fw_tangent(t: PyRef<'_, PyTensor>) -> Option<PyTensor> {
+    autograd::forward::tangent(&t.t).map(PyTensor::new)
+}
+
+/// Gives a custom function's result the tangent its `jvp` returned.
+#[pyfunction]
+fn _set_fw_tangent(t: PyRef<'_, PyTensor>, tangent: PyRef<'_, PyTensor>) -> PyResult<()> {
+    autograd::forward::set_result_tangent(&t.t, &tangent.t).map_err(to_py)
+}
+
+/// Turns tangent propagation off or on for this thread; returns the previous state.
+#[pyfunction]
+fn _set_fw_suspended(on: bool) -> bool {
+    autograd::forward::set_suspended(on)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyNode>()?;
     m.add_class::<PyHookHandle>()?;
@@ -300,5 +341,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_run_grad, m)?)?;
     m.add_function(wrap_pyfunction!(_record_function, m)?)?;
     m.add_function(wrap_pyfunction!(_check_inplace, m)?)?;
+    m.add_function(wrap_pyfunction!(_enter_dual_level, m)?)?;
+    m.add_function(wrap_pyfunction!(_exit_dual_level, m)?)?;
+    m.add_function(wrap_pyfunction!(_make_dual, m)?)?;
+    m.add_function(wrap_pyfunction!(_unpack_dual, m)?)?;
+    m.add_function(wrap_pyfunction!(_fw_tangent, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_fw_tangent, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_fw_suspended, m)?)?;
     Ok(())
 }

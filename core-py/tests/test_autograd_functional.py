@@ -110,7 +110,7 @@ def test_bad_arguments():
     with pytest.raises(RuntimeError, match="should contain a single element"):
         AF.hessian(lambda a: a * 2, ember.tensor(X))
     with pytest.raises(NotImplementedError, match="forward-mode"):
-        AF.jacobian(f, inputs(), vectorize=True, strategy="forward-mode")
+        AF.jacobian(f, inputs(), vectorize=True, strategy="forward-mode", create_graph=True)
     with pytest.raises(ValueError, match="strategy"):
         AF.jacobian(f, inputs(), strategy="sideways")
 

@@ -1,15 +1,18 @@
-"""`ember.func`: functorch's function transforms (`torch.func`), on Ember's reverse mode.
+"""`ember.func`: functorch's function transforms (`torch.func`), on Ember's autograd.
 
 `grad`, `grad_and_value`, `vjp`, `jacrev` and `hessian` compose (`grad(grad(f))`): a transform
-whose inputs already carry a graph records its own derivative on it. `jvp` uses the
-double-backward trick and `jacfwd` builds the same Jacobian as `jacrev`, until Ember has forward
-AD. `vmap` runs the function once on batched values (batching rules, `ember._functorch`), or
-once per sample where an op has no rule; `functionalize` runs on private copies of the inputs.
+whose inputs already carry a graph records its own derivative on it. `jvp` and `jacfwd` run in
+forward mode (`autograd.forward_ad`, one `jvp` per basis vector for `jacfwd`); since one dual
+level exists at a time, a `jvp` nested inside another forward transform falls back to the
+double-backward trick. `hessian` is `jacfwd(jacrev(f))` (forward-over-reverse). `vmap` runs the
+function once on batched values (batching rules, `ember._functorch`), or once per sample where
+an op has no rule; `functionalize` runs on private copies of the inputs.
 Arguments may be tensors or tuples, lists and dicts of them (pytrees).
 """
 import ember
 from ember import _functorch
 from ember._functorch import _autograd as _vmapped_autograd
+from ember.autograd import forward_ad
 from ember.autograd.grad_mode import enable_grad
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call",
@@ -53,10 +56,18 @@ def _argnums(argnums, nargs, fn_name):
 
 def _track(leaves):
     """Leaves to differentiate against; ones that already carry a graph (an outer transform)
-    stay connected to it."""
+    stay connected to it, and dual ones (inside `jvp`/`jacfwd`) keep their tangents."""
     if _functorch.LEVELS:
         return _vmapped_autograd.track(leaves)
-    return [t.view_as(t) if t.requires_grad else t.detach().requires_grad_() for t in leaves]
+    return [t.view_as(t) if t.requires_grad else _fresh_leaf(t) for t in leaves]
+
+
+def _fresh_leaf(t):
+    return (t.view_as(t) if _is_dual(t) else t.detach()).requires_grad_()
+
+
+def _is_dual(t):
+    return forward_ad.unpack_dual(t).tangent is not None
 
 
 def _grads(outputs, inputs, grad_outputs, create_graph):
@@ -92,7 +103,8 @@ class _Prepared:
         self.builds, self.leaves, self.nested = [], [], False
         for n in self.nums:
             leaves, build = _flatten(args[n])
-            self.nested = self.nested or any(t.requires_grad for t in leaves)
+            # Inside an outer transform (a graph, or tangents of jvp/jacfwd): results stay attached.
+            self.nested = self.nested or any(t.requires_grad or _is_dual(t) for t in leaves)
             tracked = _track(leaves)
             self.args[n] = build(tracked)
             self.builds.append((build, len(tracked)))
@@ -166,13 +178,42 @@ def vjp(func, *primals, has_aux=False):
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
-    """`(func(*primals), J·tangents)` by the double-backward trick (Ember has no forward AD yet)."""
+    """`(func(*primals), J·tangents)`, computed in forward mode."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples. "
                            "E.g. it should be valid to call f(*primals).")
     if len(primals) != len(tangents):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same length "
                            f"(got {len(primals)} and {len(tangents)}).")
+    primal_leaves, build_primals = _flatten(primals)
+    tangent_leaves, _ = _flatten(tangents)
+    if len(primal_leaves) != len(tangent_leaves):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+                           "structure.")
+    for p, t in zip(primal_leaves, tangent_leaves):
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same shape, "
+                               f"got {tuple(p.shape)} and {tuple(t.shape)}.")
+    nested = any(t.requires_grad for t in primal_leaves)
+    if forward_ad._current_level >= 0:
+        return _jvp_double_backward(func, primals, tangents, has_aux)
+    with forward_ad.dual_level():
+        duals = [forward_ad.make_dual(p, t) for p, t in zip(primal_leaves, tangent_leaves)]
+        out, aux = _split_aux(func(*build_primals(duals)), has_aux, "jvp")
+        out_leaves, build_out = _flatten(out)
+        unpacked = [forward_ad.unpack_dual(o) for o in out_leaves]
+        primal_out = [u.primal for u in unpacked]
+        tangent_out = [ember.zeros_like(o) if u.tangent is None else u.tangent for o, u in zip(out_leaves, unpacked)]
+        if has_aux:
+            aux_leaves, build_aux = _flatten(aux)
+            aux = build_aux([forward_ad.unpack_dual(a).primal for a in aux_leaves])
+    result = (_finish(build_out(primal_out), nested), _finish(build_out(tangent_out), nested))
+    return result + (_finish(aux, nested),) if has_aux else result
+
+
+def _jvp_double_backward(func, primals, tangents, has_aux):
+    """`jvp` by the double-backward trick: `u ↦ uᵀJ` is linear in `u`, so its derivative along
+    the tangents is `J·tangents`. For a `jvp` inside another forward transform's dual level."""
     with enable_grad():
         prep = _Prepared(primals, tuple(range(len(primals))), "jvp")
         out, aux = _split_aux(func(*prep.args), has_aux, "jvp")
@@ -224,14 +265,60 @@ def _jacobian_blocks(out, leaves, nested):
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """The Jacobian as `jacrev` gives it (computed in reverse mode until Ember has forward AD)."""
+    """A function returning the Jacobian of `func` w.r.t. the `argnums` arguments, in forward
+    mode: one `jvp` per element of those arguments (a column of the Jacobian each). Blocks are
+    `output.shape + argument.shape`, nested as the outputs and argnums are."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
-    return jacrev(func, argnums, has_aux=has_aux)
+
+    def wrapper(*args, **kwargs):
+        nums = _argnums(argnums, len(args), "jacfwd")
+        per_arg = [_flatten(args[n]) for n in nums]
+        leaves = [leaf for flat, _ in per_arg for leaf in flat]
+
+        def on_leaves(*new):
+            call, at = list(args), 0
+            for n, (flat, build) in zip(nums, per_arg):
+                call[n] = build(list(new[at:at + len(flat)]))
+                at += len(flat)
+            return func(*call, **kwargs)
+
+        columns, value, aux = [[] for _ in leaves], None, None
+        for j, x in enumerate(leaves):
+            for k in range(x.numel()):
+                basis = [ember.zeros_like(y) for y in leaves]
+                basis[j].view(-1)[k] = 1
+                value, column, *rest = jvp(on_leaves, tuple(leaves), tuple(basis), has_aux=has_aux)
+                aux = rest[0] if has_aux else None
+                columns[j].append(column)
+        if value is None:
+            value, aux = _split_aux(on_leaves(*leaves), has_aux, "jacfwd")
+        out_leaves, build_out = _flatten(value)
+        blocks = []
+        for i, o in enumerate(out_leaves):
+            row = []
+            for j, x in enumerate(leaves):
+                shape = tuple(o.shape) + tuple(x.shape)
+                cols = [_flatten(c)[0][i] for c in columns[j]]
+                row.append(ember.stack(cols, dim=-1).reshape(shape) if cols else ember.zeros(shape, dtype=x.dtype))
+            blocks.append(_group(row, per_arg, not isinstance(argnums, tuple)))
+        jac = build_out(blocks)
+        return (jac, aux) if has_aux else jac
+    return wrapper
+
+
+def _group(flat, per_arg, single):
+    """Splits a list along the argnums' leaves back into their structure."""
+    out, at = [], 0
+    for leaves, build in per_arg:
+        out.append(build(flat[at:at + len(leaves)]))
+        at += len(leaves)
+    return out[0] if single else tuple(out)
 
 
 def hessian(func, argnums=0):
-    """A function returning the Hessian of scalar `func` w.r.t. the `argnums` arguments."""
+    """A function returning the Hessian of scalar `func` w.r.t. the `argnums` arguments
+    (forward-over-reverse: `jacfwd(jacrev(func))`)."""
     return jacfwd(jacrev(func, argnums), argnums)
 
 

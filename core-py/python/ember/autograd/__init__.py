@@ -1,19 +1,20 @@
-"""`ember.autograd`: reverse-mode automatic differentiation, as PyTorch's `torch.autograd`.
+"""`ember.autograd`: automatic differentiation, as PyTorch's `torch.autograd`.
 
 The engine is Ember's Rust core (`ember_core::autograd`): every differentiable op records a
 node when grad mode is on and an input requires grad; `backward` and `grad` run the graph.
+Forward mode (`forward_ad`) computes tangents alongside the ops inside a dual level.
 """
 import numbers
 
 from ember import _C
-from ember.autograd import functional, graph
+from ember.autograd import forward_ad, functional, graph
 from ember.autograd.function import Function, FunctionCtx, once_differentiable
 from ember.autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad", "set_grad_enabled",
-    "inference_mode", "gradcheck", "gradgradcheck", "GradcheckError", "graph", "functional",
+    "inference_mode", "gradcheck", "gradgradcheck", "GradcheckError", "graph", "functional", "forward_ad",
 ]
 
 

@@ -2,7 +2,9 @@
 
 `apply` runs `forward` without recording, then records one node on the outputs whose backward
 calls the class's `backward` (the engine reacquires the GIL for it). Saved tensors live in the
-node, so they are version-checked and freed with the graph like any op's.
+node, so they are version-checked and freed with the graph like any op's. In forward mode
+(inputs with tangents), `forward` runs without propagating tangents and the class's `jvp` gives
+the outputs theirs.
 """
 from ember import _C
 
@@ -14,6 +16,7 @@ class FunctionCtx:
 
     def __init__(self):
         self._to_save = ()
+        self._saved_for_forward = None
         self._saved = None
         self._dirty = ()
         self._non_differentiable = ()
@@ -26,6 +29,13 @@ class FunctionCtx:
             if t is not None and not isinstance(t, _C.Tensor):
                 raise TypeError(f"save_for_backward can only save variables, but argument {tensors.index(t)} is of type {type(t).__name__}")
         self._to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        """Tensors (or None) that `jvp` reads as `ctx.saved_tensors`."""
+        for t in tensors:
+            if t is not None and not isinstance(t, _C.Tensor):
+                raise TypeError(f"save_for_forward expects all arguments to be tensors; you should save non-tensors as attributes on ctx, but got {type(t).__name__}")
+        self._saved_for_forward = tensors
 
     @property
     def saved_tensors(self):
@@ -72,24 +82,57 @@ class Function:
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """Forward mode: the tangents of the outputs (one per output) given one tangent per
+        `forward` argument (zeros for tensors without one, None for other arguments)."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
         tracked = _C.is_grad_enabled()
         ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad and tracked for a in args)
+        tangents = [_C._fw_tangent(a) if isinstance(a, _C.Tensor) else None for a in args]
+        dual = any(t is not None for t in tangents)
         prev = _C.is_grad_enabled()
         _C._set_grad_enabled(False)
+        suspended = _C._set_fw_suspended(True)
         try:
             result = cls.forward(ctx, *args, **kwargs)
         finally:
             _C._set_grad_enabled(prev)
-        if not any(ctx.needs_input_grad):
+            _C._set_fw_suspended(suspended)
+        if not any(ctx.needs_input_grad) and not dual:
             return result
         single = not isinstance(result, tuple)
         outputs = (result,) if single else result
         outputs = tuple(_prepare_output(o, args, ctx) for o in outputs)
-        _record(cls, ctx, args, outputs)
+        if dual:
+            _forward_tangents(cls, ctx, args, tangents, outputs)
+        if any(ctx.needs_input_grad):
+            _record(cls, ctx, args, outputs)
         return outputs[0] if single else outputs
+
+
+def _forward_tangents(cls, ctx, args, tangents, outputs):
+    """Runs the class's `jvp` and gives the outputs the tangents it returns."""
+    full = [t if t is not None or not isinstance(a, _C.Tensor) else _C.zeros(tuple(a.shape), a.dtype) for a, t in zip(args, tangents)]
+    saved = ctx._saved_for_forward
+    ctx._saved = tuple(saved) if saved is not None else None
+    try:
+        result = cls.jvp(ctx, *full)
+    finally:
+        ctx._saved = None
+    if not isinstance(result, tuple):
+        result = (result,)
+    if len(result) != len(outputs):
+        raise RuntimeError(f"function {cls.__name__}.jvp returned an incorrect number of forward gradients (expected {len(outputs)}, got {len(result)})")
+    for o, t in zip(outputs, result):
+        if isinstance(o, _C.Tensor) and t is not None:
+            if not isinstance(t, _C.Tensor):
+                raise TypeError(f"function {cls.__name__}.jvp returned a forward gradient that is not a Tensor, but {type(t).__name__}")
+            _C._set_fw_tangent(o, t)
 
 
 def _prepare_output(o, args, ctx):

@@ -1,10 +1,13 @@
 """`ember.autograd.functional`: derivatives of whole functions, as `torch.autograd.functional`.
 
-Everything runs on reverse mode. `jvp` uses the double-backward trick PyTorch uses too: the
-vector-Jacobian product `u ↦ uᵀJ` is linear in `u`, so differentiating it with respect to `u`
-in the direction `v` gives `Jv`. Jacobians are built one output element at a time;
-`vectorize=True` is accepted and gives the same result by the same path. Forward-mode
-strategies need forward AD, which Ember lacks, and raise `NotImplementedError`.
+`vjp`, `vhp` and `hvp` run on reverse mode. `jvp` uses the double-backward trick PyTorch uses
+too: the vector-Jacobian product `u ↦ uᵀJ` is linear in `u`, so differentiating it with respect
+to `u` in the direction `v` gives `Jv` (`autograd.forward_ad` computes the same product in one
+forward pass, cheaper). Jacobians are built one output element at a time in reverse mode, or
+with `strategy="forward-mode"` (which, as in PyTorch, requires `vectorize=True`) one input
+element at a time in forward mode (`ember.func.jacfwd`); `hessian`'s
+`outer_jacobian_strategy="forward-mode"` is forward-over-reverse. `vectorize=True` is otherwise
+accepted and gives the same result by the same path.
 """
 import ember
 from ember.autograd.grad_mode import enable_grad, set_grad_enabled
@@ -188,10 +191,10 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                          'Otherwise, prefer to use "reverse-mode".')
     if strategy == "forward-mode":
         if create_graph:
-            raise NotImplementedError("torch.autograd.functional.jacobian: `strategy=\"forward-mode\"` does "
-                                      "not support `create_graph=True`")
-        raise NotImplementedError('jacobian(strategy="forward-mode") needs forward-mode AD, which Ember does not '
-                                  'have yet; use strategy="reverse-mode"')
+            raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` and '
+                                      '`strategy="forward-mode"` are not supported together (yet). Please either '
+                                      'set `create_graph=False` or `strategy="reverse-mode"`.')
+        return _jacobian_forward(func, inputs, strict, vectorize)
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _prepare_inputs(inputs, create_graph, need_graph=True)
@@ -200,6 +203,25 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         _check_requires_grad(outputs, "outputs", strict)
         rows = tuple(_jacobian_rows(i, out, inputs, create_graph, strict) for i, out in enumerate(outputs))
     return _unpack(tuple(_finish(r, create_graph) for r in rows), (is_outputs_tuple, is_inputs_tuple))
+
+
+def _jacobian_forward(func, inputs, strict, vectorize):
+    """`jacobian(strategy="forward-mode")`: one forward-mode `jvp` per input element."""
+    if strict:
+        raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are not '
+                           'supported together (yet). Please either set `strict=False` or `strategy="reverse-mode"`.')
+    if not vectorize:
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
+                                  "implemented for `vectorize=True`.")
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    returned = {}
+
+    def as_tuple(*inp):
+        returned["tuple"], outputs = _as_tuple(func(*inp), "outputs of the user-provided function", "jacobian")
+        return outputs
+
+    jac = ember.func.jacfwd(as_tuple, argnums=tuple(range(len(inputs))))(*inputs)
+    return _unpack(tuple(jac), (returned["tuple"], is_inputs_tuple))
 
 
 def _jacobian_rows(i, out, inputs, create_graph, strict):
@@ -244,6 +266,9 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     scalar = _scalar_function(func, "hessian")
 
     def gradient(*inp):
+        if outer_jacobian_strategy == "forward-mode":
+            # Dual inputs: keep them (and their tangents) rather than detached copies.
+            inp = tuple(t.requires_grad_() for t in inp)
         jac = jacobian(scalar, inp, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict)
         return jac

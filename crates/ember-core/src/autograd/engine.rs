@@ -174,7 +174,7 @@ fn run(roots: Vec<(Edge, Tensor)>, targets: &[Option<Edge>], retain_graph: bool,
                 }
             }
             Kind::Backward(f) => {
-                let out = f(&Ctx { node }, &grads)?;
+                let out = f(&Ctx { node, wanted: None }, &grads)?;
                 if out.len() != node.next.len() {
                     bail!(Runtime, "function {} returned an incorrect number of gradients (expected {}, got {})", node.name(), node.next.len(), out.len());
                 }

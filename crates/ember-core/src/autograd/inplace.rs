@@ -2,8 +2,10 @@
 //! of place (recorded like any op, so the tensors it saves keep the versions they had before
 //! the write), writes them into the target and makes their history the target's. When the
 //! target is a view, its base's history is rewritten too (`CopySlices`): the base's gradient
-//! passes through outside the view and goes to the written value inside it.
-use super::{is_grad_enabled, no_grad, record};
+//! passes through outside the view and goes to the written value inside it. In forward mode
+//! the target's tangent becomes the new contents' (written into the tangent it had, so that a
+//! view's write reaches its base's tangent).
+use super::{forward, is_grad_enabled, record, untracked};
 use crate::bail;
 use crate::error::Result;
 use crate::ops::binary::{binary, BinaryOp, Operand};
@@ -14,12 +16,20 @@ use crate::tensor::Tensor;
 /// Runs an in-place op on `dst` whose other operands are `others`: `kernel` writes `dst`
 /// directly when nothing is recorded, else `value` computes the new contents out of place.
 pub fn in_place(dst: &Tensor, others: &[&Tensor], kernel: impl FnOnce() -> Result<()>, value: impl FnOnce() -> Result<Tensor>) -> Result<()> {
-    let tracked = dst.requires_grad() || others.iter().any(|t| t.requires_grad());
-    if !tracked || !is_grad_enabled() {
+    let tracked = is_grad_enabled() && (dst.requires_grad() || others.iter().any(|t| t.requires_grad()));
+    let dual = forward::is_dual(&[dst]) || forward::is_dual(others);
+    if !tracked && !dual {
         return kernel();
     }
-    check_writable(dst)?;
+    if tracked {
+        check_writable(dst)?;
+    }
     let v = value()?;
+    if !tracked {
+        let v = if v.dtype() != dst.dtype() { v.to_dtype(dst.dtype()) } else { v };
+        write(dst, &v)?;
+        return forward::assign_in_place(dst, &v);
+    }
     if let Some(node) = v.grad_fn() {
         // The write below would invalidate `dst` where the new value's node saved it (mul_,
         // pow_ ...): it keeps a copy of the old contents instead, as PyTorch does.
@@ -29,7 +39,14 @@ pub fn in_place(dst: &Tensor, others: &[&Tensor], kernel: impl FnOnce() -> Resul
     if v.shape() != dst.shape() {
         bail!(Runtime, "output with shape {:?} doesn't match the broadcast shape {:?}", dst.shape(), v.shape());
     }
-    rebase(dst, &v)
+    {
+        let _quiet = forward::suspend();
+        rebase(dst, &v)?;
+    }
+    if dual {
+        forward::assign_in_place(dst, &v)?;
+    }
+    Ok(())
 }
 
 /// Refuses an out= target when an operand requires grad (PyTorch does not differentiate them).
@@ -71,7 +88,7 @@ fn rebase(dst: &Tensor, value: &Tensor) -> Result<()> {
 }
 
 fn write(dst: &Tensor, value: &Tensor) -> Result<()> {
-    let _raw = no_grad();
+    let _raw = untracked();
     dst.copy_(value)
 }
 
@@ -79,7 +96,7 @@ fn copy_slices(base: &Tensor, view: &Tensor, value: &Tensor) -> Result<()> {
     let idx = address_map(base.layout(), view.layout())?;
     // 1 outside the view, 0 inside: what of the base's gradient passes to its old contents.
     let keep = {
-        let _raw = no_grad();
+        let _raw = untracked();
         let k = crate::ops::creation::full(base.shape(), crate::ops::binary::Scalar::Int(1), base.dtype());
         let flat = k.reshape(&[-1])?;
         crate::ops::index::index_fill_(&flat, 0, &idx.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(base.dtype()))?;

@@ -16,4 +16,6 @@ pub(crate) struct AutogradMeta {
     pub accumulator: Weak<Node>,
     /// A leaf's hooks; a non-leaf's live on its grad_fn.
     pub hooks: Vec<(u64, Hook)>,
+    /// The forward-mode tangent, tagged with the generation of the dual level it was made in.
+    pub tangent: Option<(u64, Tensor)>,
 }

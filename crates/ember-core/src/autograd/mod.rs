@@ -29,6 +29,7 @@
 //! assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![6.0, 12.0, 18.0]);
 //! ```
 pub mod engine;
+pub mod forward;
 pub mod inplace;
 pub(crate) mod meta;
 pub mod node;
@@ -103,6 +104,11 @@ pub fn enable_grad() -> ModeGuard {
     grad_mode(true)
 }
 
+/// Runs kernels that must not be differentiated: no graph recorded, no tangents propagated.
+pub fn untracked() -> (ModeGuard, forward::Suspended) {
+    (no_grad(), forward::suspend())
+}
+
 /// Inference mode: no recording, as `no_grad`. (PyTorch also marks the tensors made inside
 /// as unusable by autograd later; Ember does not, so they behave like `no_grad` results.)
 pub fn inference_mode(on: bool) -> ModeGuard {
@@ -113,10 +119,17 @@ pub fn inference_mode(on: bool) -> ModeGuard {
     }
 }
 
-/// True when an op on `inputs` must record: grad mode is on and an input requires grad. One
-/// relaxed load per input when none does, which is all an untracked op pays.
+/// True when an op on `inputs` must [`record`]: grad mode is on and an input requires grad, or
+/// an input carries a forward-mode tangent. A relaxed load per input and one for the dual
+/// level when neither holds, which is all an untracked op pays.
 #[inline]
 pub fn needs_grad(inputs: &[&Tensor]) -> bool {
+    needs_reverse(inputs) || forward::is_dual(inputs)
+}
+
+/// True when an op on `inputs` must build its reverse-mode graph.
+#[inline]
+pub fn needs_reverse(inputs: &[&Tensor]) -> bool {
     inputs.iter().any(|t| t.requires_grad()) && is_grad_enabled()
 }
 
@@ -128,7 +141,7 @@ pub fn track<T>(inputs: &[&Tensor], kernel: impl FnOnce() -> Result<T>, attach: 
         return kernel();
     }
     let out = {
-        let _untracked = no_grad();
+        let _untracked = untracked();
         kernel()?
     };
     attach(&out)?;
@@ -143,9 +156,11 @@ pub fn not_implemented(name: &str, inputs: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
-/// Records the node of an op that made `outputs` (fresh tensors) from `inputs`; `saved` are the
-/// tensors `backward` reads through `ctx.saved(i)`, in order. Outputs receive the gradient of
-/// their own, materialised as zeros where nothing flowed into them.
+/// Records the derivative of an op that made `outputs` (fresh tensors) from `inputs`; `saved`
+/// are the tensors `backward` reads through `ctx.saved(i)`, in order. Outputs receive the
+/// gradient of their own, materialised as zeros where nothing flowed into them. The node goes
+/// on the outputs when an input requires grad; when an input has a forward-mode tangent, the
+/// outputs get theirs, derived from `backward` (see [`forward`]).
 pub fn record(
     name: impl Into<Cow<'static, str>>,
     inputs: &[&Tensor],
@@ -153,18 +168,63 @@ pub fn record(
     saved: &[&Tensor],
     backward: impl Fn(&Ctx, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
 ) -> Result<()> {
-    let f = move |ctx: &Ctx, grads: &[Option<Tensor>]| {
+    finish(name.into(), inputs, outputs, saved, materialising(backward), None)
+}
+
+/// The rule of an op for its output tangents, given its input tangents (`None`: zero). It runs
+/// with tangent propagation off; its results must not depend on the order of evaluation.
+pub type JvpFn<'a> = Box<dyn FnOnce(&[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> + 'a>;
+
+/// [`record`] for an op with a forward-mode rule of its own, cheaper than deriving the
+/// tangents from `backward`.
+pub fn record_with_jvp(
+    name: impl Into<Cow<'static, str>>,
+    inputs: &[&Tensor],
+    outputs: &[&Tensor],
+    saved: &[&Tensor],
+    backward: impl Fn(&Ctx, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+    jvp: JvpFn<'_>,
+) -> Result<()> {
+    finish(name.into(), inputs, outputs, saved, materialising(backward), Some(jvp))
+}
+
+fn materialising(backward: impl Fn(&Ctx, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static) -> Arc<node::RawBackwardFn> {
+    Arc::new(move |ctx: &Ctx, grads: &[Option<Tensor>]| {
         let grads: Vec<Tensor> = grads.iter().zip(ctx.output_shapes()).map(|(g, (shape, dtype))| match g {
             Some(g) => g.clone(),
             None => Tensor::zeros(shape, dtype),
         }).collect();
         backward(ctx, &grads)
+    })
+}
+
+fn finish(name: Cow<'static, str>, inputs: &[&Tensor], outputs: &[&Tensor], saved: &[&Tensor], f: Arc<node::RawBackwardFn>, jvp: Option<JvpFn<'_>>) -> Result<()> {
+    let reverse = needs_reverse(inputs);
+    let node = if reverse { Some(node::attach(name.clone(), inputs, outputs, saved, f.clone())?) } else { None };
+    if !forward::is_dual(inputs) {
+        return Ok(());
+    }
+    let tangents = forward::input_tangents(inputs);
+    let out_tangents = if let Some(v) = forward::view_tangents(inputs, outputs, &tangents) {
+        v
+    } else if let Some(rule) = jvp {
+        let _quiet = forward::suspend();
+        rule(&tangents)?
+    } else {
+        // The tangents keep their reverse history (reverse-over-forward) when the node is real.
+        let node = node.clone().unwrap_or_else(|| Arc::new(node::detached(name, inputs, outputs, saved, f)));
+        forward::generic(&node, inputs, &tangents, reverse)?
     };
-    node::attach(name.into(), inputs, outputs, saved, Box::new(f))
+    forward::set_output_tangents(outputs, out_tangents)?;
+    if let Some(node) = node {
+        node.share_output_tangents(outputs);
+    }
+    Ok(())
 }
 
 /// [`record`] for backward functions that take missing gradients as `None` (custom functions
-/// that choose not to materialise them).
+/// that choose not to materialise them). Reverse mode only: custom functions state their
+/// forward-mode rule themselves.
 pub fn record_raw(
     name: impl Into<Cow<'static, str>>,
     inputs: &[&Tensor],
@@ -172,7 +232,8 @@ pub fn record_raw(
     saved: &[&Tensor],
     backward: Box<node::RawBackwardFn>,
 ) -> Result<()> {
-    node::attach(name.into(), inputs, outputs, saved, backward)
+    node::attach(name.into(), inputs, outputs, saved, Arc::from(backward))?;
+    Ok(())
 }
 
 /// A linear map of tensors, as a kernel (it records nothing itself).
@@ -184,9 +245,13 @@ pub type LinearFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
 pub fn linear(names: [&'static str; 2], x: &Tensor, map: LinearFn, adjoint: LinearFn) -> Result<Tensor> {
     track(&[x], || map(x), |out| {
         let (m, a) = (map.clone(), adjoint.clone());
-        record(names[0], &[x], &[out], &[], move |_, g| Ok(vec![Some(linear([names[1], names[0]], &g[0], a.clone(), m.clone())?)]))
+        let jvp: JvpFn = Box::new(|t| Ok(vec![t[0].as_ref().map(|t| map(t)).transpose()?]));
+        record_with_jvp(names[0], &[x], &[out], &[], move |_, g| Ok(vec![Some(linear([names[1], names[0]], &g[0], a.clone(), m.clone())?)]), jvp)
     })
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod forward_tests;

@@ -35,7 +35,7 @@ impl Meta {
 }
 
 pub(crate) enum Kind {
-    Backward(Box<RawBackwardFn>),
+    Backward(Arc<RawBackwardFn>),
     /// Adds the gradient into the leaf's `.grad`.
     Accumulate(Tensor),
 }
@@ -118,6 +118,16 @@ impl Node {
         }
     }
 
+    /// Gives the saved copies of the outputs the tangents the outputs got after this node was
+    /// recorded (forward-over-reverse differentiates through them).
+    pub(crate) fn share_output_tangents(&self, outputs: &[&Tensor]) {
+        for s in self.saved.lock().unwrap().iter() {
+            if let (Some(nr), Some(d)) = (s.output_nr, &s.data) {
+                super::forward::set_tangent_if_any(d, outputs[nr]);
+            }
+        }
+    }
+
     pub(crate) fn add_pre_hook(self: &Arc<Self>, output_nr: usize, hook: Hook) -> HookHandle {
         let id = HOOK_ID.fetch_add(1, Ordering::Relaxed);
         self.pre_hooks.lock().unwrap().push((output_nr, id, hook));
@@ -128,6 +138,8 @@ impl Node {
 /// What a backward function sees besides the gradients.
 pub struct Ctx<'a> {
     pub(crate) node: &'a Arc<Node>,
+    /// Forward mode: the inputs whose tangents are wanted (they replace `needs_input_grad`).
+    pub(crate) wanted: Option<&'a [bool]>,
 }
 
 impl Ctx<'_> {
@@ -139,6 +151,9 @@ impl Ctx<'_> {
 
     /// Whether input `i` takes a gradient (others may return `None`).
     pub fn needs_input_grad(&self, i: usize) -> bool {
+        if let Some(wanted) = self.wanted {
+            return wanted.get(i).copied().unwrap_or(false);
+        }
         self.node.next.get(i).is_some_and(|e| e.is_some())
     }
 
@@ -194,9 +209,10 @@ impl SavedTensor {
         match self.output_nr {
             // Under create_graph the saved result must carry its history into the formulas.
             Some(nr) if super::is_grad_enabled() => {
-                let t = t.detach();
-                t.set_history(node.clone(), nr);
-                Ok(t)
+                let d = t.detach();
+                super::forward::set_tangent_if_any(&d, t);
+                d.set_history(node.clone(), nr);
+                Ok(d)
             }
             _ => Ok(t.clone()),
         }
@@ -214,7 +230,18 @@ pub(crate) fn gradient_edge(t: &Tensor) -> Option<Edge> {
     })
 }
 
-pub(crate) fn attach(name: Cow<'static, str>, inputs: &[&Tensor], outputs: &[&Tensor], saved: &[&Tensor], f: Box<RawBackwardFn>) -> Result<()> {
+/// Records `f` as the node that made `outputs` from `inputs` and returns it.
+pub(crate) fn attach(name: Cow<'static, str>, inputs: &[&Tensor], outputs: &[&Tensor], saved: &[&Tensor], f: Arc<RawBackwardFn>) -> Result<Arc<Node>> {
+    let node = Arc::new(detached(name, inputs, outputs, saved, f));
+    for (nr, out) in outputs.iter().enumerate() {
+        out.set_history(node.clone(), nr);
+    }
+    Ok(node)
+}
+
+/// A node for `f` that no tensor has as its history: what forward mode runs an op's backward
+/// function on when nothing needs its reverse-mode graph.
+pub(crate) fn detached(name: Cow<'static, str>, inputs: &[&Tensor], outputs: &[&Tensor], saved: &[&Tensor], f: Arc<RawBackwardFn>) -> Node {
     let next = inputs.iter().map(|t| gradient_edge(t)).collect();
     let input_meta = inputs.iter().map(|t| Meta::of(t)).collect();
     let output_meta = outputs.iter().map(|t| Meta::of(t)).collect();
@@ -222,11 +249,7 @@ pub(crate) fn attach(name: Cow<'static, str>, inputs: &[&Tensor], outputs: &[&Te
         .iter()
         .map(|s| SavedTensor::new(s, outputs.iter().position(|o| Arc::ptr_eq(&o.0, &s.0))))
         .collect();
-    let node = Arc::new(Node::new(name, next, input_meta, output_meta, Kind::Backward(f), saved));
-    for (nr, out) in outputs.iter().enumerate() {
-        out.set_history(node.clone(), nr);
-    }
-    Ok(())
+    Node::new(name, next, input_meta, output_meta, Kind::Backward(f), saved)
 }
 
 /// Removes the hook it was returned for.

@@ -67,8 +67,9 @@ pub enum Operand<'a> {
 }
 
 impl Operand<'_> {
-    fn requires_grad(&self) -> bool {
-        matches!(self, Operand::Tensor(t) if t.requires_grad())
+    /// Whether the op must record for this operand (see `autograd::needs_grad`).
+    fn needs_grad(&self) -> bool {
+        matches!(self, Operand::Tensor(t) if autograd::needs_grad(&[t]))
     }
 
     /// The operand as a tensor: itself, or a number as a 0-d tensor of `dtype`.
@@ -219,11 +220,11 @@ impl BinaryOp {
 
 /// `op(a, b)` into a fresh tensor (recorded for autograd, see `grad::binary`).
 pub fn binary(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
-    if !(a.requires_grad() || b.requires_grad()) || !autograd::is_grad_enabled() {
+    if !(a.needs_grad() || b.needs_grad()) {
         return binary_kernel(op, a, b);
     }
     let y = {
-        let _untracked = autograd::no_grad();
+        let _untracked = autograd::untracked();
         binary_kernel(op, a, b)?
     };
     let (compute, _) = op.dtypes(result_type(&[a, b]))?;
@@ -423,11 +424,11 @@ fn int_pow(base: i64, exp: i64) -> i64 {
 
 /// `where(cond, a, b)`: picks from `a` where `cond` is true.
 pub fn where_(cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
-    if !(a.requires_grad() || b.requires_grad()) || !autograd::is_grad_enabled() {
+    if !(a.needs_grad() || b.needs_grad()) {
         return where_kernel(cond, a, b);
     }
     let y = {
-        let _untracked = autograd::no_grad();
+        let _untracked = autograd::untracked();
         where_kernel(cond, a, b)?
     };
     let dtype = result_type(&[a, b]);

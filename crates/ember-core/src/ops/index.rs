@@ -264,7 +264,7 @@ fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
 pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool) -> Result<()> {
     autograd::inplace::in_place(x, &[values], || put(x, indices, values, accumulate), || {
         let fresh = {
-            let _raw = autograd::no_grad();
+            let _raw = autograd::untracked();
             let c = x.deep_clone();
             put(&c, indices, values, accumulate)?;
             c
@@ -521,7 +521,7 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
             bail!(Runtime, "derivative for scatter_reduce with reduce={op:?} and include_self={include_self} is not implemented");
         }
         let fresh = {
-            let _raw = autograd::no_grad();
+            let _raw = autograd::untracked();
             let c = x.deep_clone();
             scatter_kernel(&c, dim, index, src, op, include_self)?;
             c

@@ -468,7 +468,7 @@ pub fn batch_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>,
 /// Running statistics as used by an evaluation step: the mean and `1/sqrt(var + eps)`, copied
 /// (later training steps update the running tensors in place).
 fn frozen_stats(mean: &Tensor, var: &Tensor, eps: f64) -> Result<(Tensor, Tensor)> {
-    let _untracked = crate::autograd::no_grad();
+    let _untracked = crate::autograd::untracked();
     let v = super::binary::binary(super::binary::BinaryOp::Add, super::binary::Operand::Tensor(var), super::binary::Operand::Scalar(super::binary::Scalar::Float(eps)))?;
     Ok((mean.reshape(&[-1])?.deep_clone(), super::unary::unary(super::unary::UnaryOp::Rsqrt, &v)?.reshape(&[-1])?))
 }

@@ -2,7 +2,7 @@
 //! as a 0-d tensor that needs no gradient; gradients of broadcast operands are summed down to
 //! their shapes by the engine.
 use super::{add, apply, cmp, bin, div, keep, mul, neg, pick, scale, shift, sub, zeros_like};
-use crate::autograd::{record, Ctx};
+use crate::autograd::{record, record_with_jvp, Ctx};
 use crate::error::Result;
 use crate::ops::binary::BinaryOp::{self, *};
 use crate::ops::unary::UnaryOp;
@@ -17,6 +17,16 @@ fn want(ctx: &Ctx, i: usize, f: impl FnOnce() -> Result<Tensor>) -> Result<Optio
     }
 }
 
+/// The tangent `Σ terms` (absent terms are zero) at `y`'s shape.
+fn tangent_sum(y: &Tensor, terms: [Option<Tensor>; 2]) -> Result<Vec<Option<Tensor>>> {
+    let sum = match terms {
+        [Some(p), Some(q)] => add(&p, &q)?,
+        [Some(p), None] | [None, Some(p)] => p,
+        [None, None] => return Ok(vec![None]),
+    };
+    Ok(vec![Some(if sum.shape() == y.shape() { sum } else { sum.broadcast_to(y.shape())? })])
+}
+
 /// Records the node of `y = op(a, b)`.
 pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
     if y.dtype().is_complex() {
@@ -27,16 +37,49 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, y: &Tensor) ->
     }
     let ab = [a, b];
     match op {
-        Add => record("AddBackward0", &ab, &[y], &[], |ctx, g| Ok(vec![want(ctx, 0, || Ok(g[0].clone()))?, want(ctx, 1, || Ok(g[0].clone()))?])),
-        Sub => record("SubBackward0", &ab, &[y], &[], |ctx, g| Ok(vec![want(ctx, 0, || Ok(g[0].clone()))?, want(ctx, 1, || neg(&g[0]))?])),
-        Mul => record("MulBackward0", &ab, &[y], &ab, |ctx, g| {
-            let g = &g[0];
-            Ok(vec![want(ctx, 0, || mul(g, &ctx.saved(1)?))?, want(ctx, 1, || mul(g, &ctx.saved(0)?))?])
-        }),
-        Div => record("DivBackward0", &ab, &[y], &ab, |ctx, g| {
-            let (g, b) = (&g[0], ctx.saved(1)?);
-            Ok(vec![want(ctx, 0, || div(g, &b))?, want(ctx, 1, || neg(&div(&mul(g, &ctx.saved(0)?)?, &mul(&b, &b)?)?))?])
-        }),
+        Add => record_with_jvp(
+            "AddBackward0",
+            &ab,
+            &[y],
+            &[],
+            |ctx, g| Ok(vec![want(ctx, 0, || Ok(g[0].clone()))?, want(ctx, 1, || Ok(g[0].clone()))?]),
+            Box::new(|t| tangent_sum(y, [t[0].clone(), t[1].clone()])),
+        ),
+        Sub => record_with_jvp(
+            "SubBackward0",
+            &ab,
+            &[y],
+            &[],
+            |ctx, g| Ok(vec![want(ctx, 0, || Ok(g[0].clone()))?, want(ctx, 1, || neg(&g[0]))?]),
+            Box::new(|t| tangent_sum(y, [t[0].clone(), t[1].as_ref().map(neg).transpose()?])),
+        ),
+        Mul => record_with_jvp(
+            "MulBackward0",
+            &ab,
+            &[y],
+            &ab,
+            |ctx, g| {
+                let g = &g[0];
+                Ok(vec![want(ctx, 0, || mul(g, &ctx.saved(1)?))?, want(ctx, 1, || mul(g, &ctx.saved(0)?))?])
+            },
+            // (a·b)' = a'·b + a·b'
+            Box::new(|t| tangent_sum(y, [t[0].as_ref().map(|ta| mul(ta, b)).transpose()?, t[1].as_ref().map(|tb| mul(a, tb)).transpose()?])),
+        ),
+        Div => record_with_jvp(
+            "DivBackward0",
+            &ab,
+            &[y],
+            &ab,
+            |ctx, g| {
+                let (g, b) = (&g[0], ctx.saved(1)?);
+                Ok(vec![want(ctx, 0, || div(g, &b))?, want(ctx, 1, || neg(&div(&mul(g, &ctx.saved(0)?)?, &mul(&b, &b)?)?))?])
+            },
+            // (a/b)' = (a' - b'·y) / b
+            Box::new(|t| {
+                let num = tangent_sum(y, [t[0].clone(), t[1].as_ref().map(|tb| neg(&mul(tb, y)?)).transpose()?])?.remove(0);
+                Ok(vec![num.map(|n| div(&n, b)).transpose()?])
+            }),
+        ),
         Pow => record("PowBackward1", &ab, &[y], &[a, b, y], |ctx, g| {
             let (g, a, b) = (&g[0], ctx.saved(0)?, ctx.saved(1)?);
             let ga = want(ctx, 0, || {

@@ -2,7 +2,7 @@
 //! gradient of a convolution is a transposed convolution of the output gradient (and the other
 //! way round), and the weight gradient is a correlation of the input with the output gradient,
 //! computed as a matrix product with the input's sliding windows.
-use crate::autograd::{no_grad, record};
+use crate::autograd::{record, untracked};
 use crate::bail;
 use crate::error::Result;
 use crate::ops::conv::{conv as conv_kernel, conv_transpose as conv_transpose_kernel, ConvPadding};
@@ -76,7 +76,7 @@ pub(crate) fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, strid
         }
     };
     let y = {
-        let _untracked = no_grad();
+        let _untracked = untracked();
         conv_kernel(&x, weight, bias, &s, ConvPadding::Explicit(&p), &d, groups, dims)?
     };
     let absent = Tensor::zeros(&[0], weight.dtype());
@@ -105,7 +105,7 @@ pub(crate) fn conv_transpose(input: &Tensor, weight: &Tensor, bias: Option<&Tens
         return conv_transpose(&input.unsqueeze(0)?, weight, bias, stride, padding, output_padding, groups, dilation, dims)?.squeeze(Some(&[0]));
     }
     let y = {
-        let _untracked = no_grad();
+        let _untracked = untracked();
         conv_transpose_kernel(input, weight, bias, stride, padding, output_padding, groups, dilation, dims)?
     };
     let (s, p, d) = (per_dim(stride, dims), per_dim(padding, dims), per_dim(dilation, dims));

@@ -4,7 +4,7 @@
 //! same op in 1-d on an identity, and their gradient applies the transposed matrices (matrix
 //! products, so it is differentiable too). Padding is a gather through an index map.
 use super::{keep, scale};
-use crate::autograd::{no_grad, record};
+use crate::autograd::{record, untracked};
 use crate::error::Result;
 use crate::ops::binary::{BinaryOp, Scalar};
 use crate::ops::creation::{arange, eye};
@@ -29,7 +29,7 @@ pub(crate) fn record_max_pool(name: &'static str, x: &Tensor, dims: usize, value
 
 /// The matrix `[n_out, n_in]` of a 1-d linear map `op` (applied to `[N, 1, n_in]`).
 pub(crate) fn matrix_of(n_in: usize, dtype: crate::DType, op: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
-    let _untracked = no_grad();
+    let _untracked = untracked();
     let basis = eye(n_in, n_in, dtype).reshape(&[n_in as i64, 1, n_in as i64])?;
     let out = op(&basis)?;
     let n_out = out.shape()[2] as i64;
@@ -58,7 +58,7 @@ pub(crate) fn record_pad(x: &Tensor, pads: &[i64], mode: PadMode, y: &Tensor) ->
     let block: Vec<i64> = x.shape()[ndim - k..].iter().map(|&d| d as i64).collect();
     let inner: usize = x.shape()[ndim - k..].iter().product();
     let (map, valid) = {
-        let _untracked = no_grad();
+        let _untracked = untracked();
         // A leading dim of one: the non-constant modes want a batch or channel dim.
         let lead_one: Vec<i64> = std::iter::once(1).chain(block.iter().copied()).collect();
         let positions = arange(0.0, inner as f64, 1.0, crate::DType::I64)?.reshape(&lead_one)?;

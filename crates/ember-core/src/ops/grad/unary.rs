@@ -1,18 +1,19 @@
 //! Derivatives of the one-input elementwise ops (`g` is the output's gradient, `x` the input,
 //! `y` the output). Ops with bool or integer results have none.
 use super::{apply, cmp, div, keep, mul, neg, pick, scale, shift, zeros_like};
-use crate::autograd::record;
+use crate::autograd::{record_with_jvp, JvpFn};
 use crate::error::Result;
 use crate::ops::binary::BinaryOp::{Ge, Gt, Le, Lt};
 use crate::ops::unary::UnaryOp::{self, *};
 use crate::tensor::Tensor;
 use std::f64::consts::{LN_10, LN_2, PI};
+use std::sync::Arc;
 
 const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
 const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
 
-type Formula = Box<dyn Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync>;
-type GradOnly = Box<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+type Formula = Arc<dyn Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync>;
+type GradOnly = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
 
 /// Which tensor a formula reads besides the gradient.
 enum Uses {
@@ -21,7 +22,8 @@ enum Uses {
     Output(Formula),
 }
 
-/// Records the node of `y = op(x)`.
+/// Records the node of `y = op(x)`. A real elementwise op's Jacobian is diagonal, so its
+/// tangent is its backward formula applied to the input's tangent.
 pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, y: &Tensor) -> Result<()> {
     if x.dtype().is_complex() {
         return super::complex::record_unary(op, x, y);
@@ -31,20 +33,35 @@ pub(crate) fn record_unary(op: UnaryOp, x: &Tensor, y: &Tensor) -> Result<()> {
     }
     let (name, uses) = formula(op);
     match uses {
-        Uses::Nothing(f) => record(name, &[x], &[y], &[], move |_, g| Ok(vec![Some(f(&g[0])?)])),
-        Uses::Input(f) => record(name, &[x], &[y], &[x], move |ctx, g| Ok(vec![Some(f(&g[0], &ctx.saved(0)?)?)])),
-        Uses::Output(f) => record(name, &[x], &[y], &[y], move |ctx, g| Ok(vec![Some(f(&g[0], &ctx.saved(0)?)?)])),
+        Uses::Nothing(f) => {
+            let j = f.clone();
+            let jvp = diagonal(move |t| j(t));
+            record_with_jvp(name, &[x], &[y], &[], move |_, g| Ok(vec![Some(f(&g[0])?)]), jvp)
+        }
+        Uses::Input(f) => {
+            let j = f.clone();
+            record_with_jvp(name, &[x], &[y], &[x], move |ctx, g| Ok(vec![Some(f(&g[0], &ctx.saved(0)?)?)]), diagonal(move |t| j(t, x)))
+        }
+        Uses::Output(f) => {
+            let j = f.clone();
+            record_with_jvp(name, &[x], &[y], &[y], move |ctx, g| Ok(vec![Some(f(&g[0], &ctx.saved(0)?)?)]), diagonal(move |t| j(t, y)))
+        }
     }
 }
 
+/// The forward rule of a one-input op whose Jacobian is diagonal: `formula` on the tangent.
+fn diagonal<'a>(formula: impl Fn(&Tensor) -> Result<Tensor> + 'a) -> JvpFn<'a> {
+    Box::new(move |t| Ok(vec![t[0].as_ref().map(&formula).transpose()?]))
+}
+
 fn nothing(f: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static) -> Uses {
-    Uses::Nothing(Box::new(f))
+    Uses::Nothing(Arc::new(f))
 }
 fn input(f: impl Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync + 'static) -> Uses {
-    Uses::Input(Box::new(f))
+    Uses::Input(Arc::new(f))
 }
 fn output(f: impl Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync + 'static) -> Uses {
-    Uses::Output(Box::new(f))
+    Uses::Output(Arc::new(f))
 }
 
 /// `g / sqrt(1 - x²)`.
