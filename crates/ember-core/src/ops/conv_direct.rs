@@ -18,6 +18,8 @@ const CO: usize = 8;
 const LANES: usize = 16;
 /// Bytes of input a reduction chunk may read per position block.
 const L1_WINDOW: usize = 24 * 1024;
+/// Bytes of phase planes built and consumed at a time: about what two cores' L2 holds.
+const PLANES_IN_CACHE: usize = 2 << 20;
 
 /// The geometry the direct kernel supports, in 2-d (a 1-d conv has `h = kh = 1`).
 #[derive(Clone, Copy, Debug)]
@@ -84,12 +86,20 @@ pub fn has_avx512() -> bool {
 pub(crate) unsafe fn conv2d(c: &Conv2d, images: usize, x: *const f32, w: *const f32, bias: Option<*const f32>, out: *mut f32) {
     #[cfg(target_arch = "x86_64")]
     {
-        let planes = phase_planes(c, images, x);
-        let nv = vectors_per_block(c.positions());
-        match nv {
-            1 => run::<1>(c, images, &planes, w, bias, out),
-            2 => run::<2>(c, images, &planes, w, bias, out),
-            _ => run::<3>(c, images, &planes, w, bias, out),
+        // A few images at a time (whole groups), so their planes are still in cache when read.
+        let [hq, wq] = c.plane_dims();
+        let plane_bytes = c.channels * c.phases() * hq * wq * std::mem::size_of::<f32>();
+        let step = (PLANES_IN_CACHE / (plane_bytes * c.groups)).max(1) * c.groups;
+        let (in_image, out_image) = (c.channels * c.input[0] * c.input[1], c.out_channels * c.output[0] * c.output[1]);
+        for first in (0..images).step_by(step) {
+            let n = step.min(images - first);
+            let (x, out) = (x.add(first * in_image), out.add(first * out_image));
+            let planes = phase_planes(c, n, x);
+            match vectors_per_block(c.positions()) {
+                1 => run::<1>(c, n, &planes, w, bias, out),
+                2 => run::<2>(c, n, &planes, w, bias, out),
+                _ => run::<3>(c, n, &planes, w, bias, out),
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
