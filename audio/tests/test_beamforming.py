@@ -362,6 +362,13 @@ def test_gradcheck_mvdr_weights(rng):
     assert ember.autograd.gradcheck(lambda v, n: F.mvdr_weights_rtf(v, n, 0), (rtf, psd_n))
 
 
+def test_gradcheck_mvdr_weights_from_rtf_evd(rng):
+    # An eigenvector's phase is arbitrary, but the MVDR weights built from it (scaled by the
+    # conjugate of its reference entry) do not depend on it, so their gradient is well defined.
+    psd_s, psd_n = small_psds(rng)
+    assert ember.autograd.gradcheck(lambda s, n: F.mvdr_weights_rtf(F.rtf_evd(s), n, 0), (psd_s, psd_n))
+
+
 def test_mvdr_module_gradient_reaches_the_masks(rng):
     spec, mask_s, mask_n = mvdr_inputs(rng, False)
     mask_s_e = ember.from_numpy(mask_s).requires_grad_()
