@@ -50,6 +50,8 @@ from ember._sort_api import *  # noqa: E402,F401,F403
 from ember._einsum import einsum  # noqa: E402,F401
 from ember._complex import *  # noqa: E402,F401,F403
 from ember import fft  # noqa: E402,F401
+from ember import linalg  # noqa: E402,F401
+from ember._linalg_api import *  # noqa: E402,F401,F403
 from ember._spectral import *  # noqa: E402,F401,F403
 from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
 from ember import autograd, func, nn, optim, return_types, utils  # noqa: E402,F401
