@@ -32,7 +32,9 @@ def psd(specgram, mask=None, normalize=True, eps=1e-10):
     if specgram.ndim < 3:
         raise ValueError(f"Expected at least 3D Tensor (..., channel, freq, time) for specgram. "
                          f"Found {tuple(specgram.shape)}.")
-    frames = specgram.transpose(-3, -2)  # (..., freq, channel, time)
+    # (..., freq, channel, time), copied once: Ember's batched matmul runs about twice as fast on a
+    # contiguous operand as on the strided view, and both operands below read it.
+    frames = specgram.transpose(-3, -2).contiguous()
     weighted = frames
     if mask is not None:
         _check_tensor(mask, "mask")
