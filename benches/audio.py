@@ -2,7 +2,7 @@
 memory against flashlight-text and pyctcdecode; the front end (MelSpectrogram, Resample) against
 the same computation in torch ops.
 
-    python benches/audio.py [streamreader] [decoder] [frontend]      (all when none is named)
+    python benches/audio.py [streamreader] [decoder] [frontend] [mvdr]      (all when none is named)
 
 Throughput: a generated 10-minute stereo 44.1 kHz file (FLAC, then MP3) decoded to float32 chunks
 of 1 s by `emberaudio.io.StreamReader`, against the limit: the FFmpeg CLI (the same binary)
@@ -25,6 +25,13 @@ Front end: `emberaudio.transforms.MelSpectrogram` (TorchAudio's defaults: n_fft 
 FRONTEND_BATCH clips of FRONTEND_SECONDS s, forward only, best of REPEATS. torchaudio is not
 installed, so the reference is the same computation written in torch ops (torch.stft, matmul
 with Ember's own filter bank; conv1d with Ember's own kernel), which is what torchaudio runs.
+
+MVDR: `emberaudio.transforms.MVDR` (each solution) on a complex64 batch of MVDR_BATCH utterances,
+MVDR_CHANNELS microphones, 257 frequencies and MVDR_FRAMES frames (4 s at 16 kHz, hop 256) with
+speech and noise masks, forward only, best of REPEATS; against TorchAudio's MVDR formulas written
+in torch ops (torchaudio is not installed: mask-weighted PSDs as one matmul, `torch.linalg.solve` /
+`eigh`, complex128 inside as TorchAudio's module computes) and in NumPy, after checking all three
+agree.
 """
 import os
 import pathlib
@@ -334,6 +341,79 @@ def frontend_section():
               f"{torch_s / ember_s:.2f}x |")
 
 
+MVDR_BATCH, MVDR_CHANNELS, MVDR_FREQS, MVDR_FRAMES = 8, 6, 257, 250
+
+
+def mvdr_reference(xp, solve, eigh, spec, mask_s, mask_n, solution, ref=0, diag_eps=1e-7, eps=1e-8):
+    """TorchAudio's MVDR forward written against an array library `xp` (numpy or torch), its PSDs as
+    one matmul over contiguous frames (TorchAudio's per-frame outer products are 4x slower in torch)."""
+    frames = spec.swapaxes(-3, -2)  # (batch, freq, channel, time)
+    frames = frames.contiguous() if hasattr(frames, "contiguous") else np.ascontiguousarray(frames)
+
+    def psd(mask):
+        mask = mask / (mask.sum(-1, keepdims=True) + 1e-15)
+        return (frames * mask[..., None, :]) @ frames.conj().swapaxes(-1, -2)
+
+    def loaded(mat):
+        trace = xp.diagonal(mat, 0, -2, -1).sum(-1).real
+        return mat + (trace * diag_eps + 1e-8)[..., None, None] * xp.eye(mat.shape[-1], dtype=mat.dtype)
+
+    psd_s, psd_n = psd(mask_s), loaded(psd(mask_n))
+    if solution == "ref_channel":
+        numerator = solve(psd_n, psd_s)
+        weights = (numerator / (xp.diagonal(numerator, 0, -2, -1).sum(-1)[..., None, None] + eps))[..., ref]
+    else:
+        if solution == "stv_evd":
+            stv = eigh(psd_s)[1][..., -1]
+        else:
+            phi = solve(psd_n, psd_s)
+            stv = (psd_s @ (phi @ phi[..., ref:ref + 1]))[..., 0]
+        numerator = solve(psd_n, stv[..., None])[..., 0]
+        weights = numerator / ((stv.conj() * numerator).sum(-1).real[..., None] + eps) * stv[..., ref:ref + 1].conj()
+    return (weights.conj()[..., None, :] @ frames)[..., 0, :]
+
+
+def mvdr_section():
+    import ember
+    import torch
+    from emberaudio import transforms
+
+    rng = np.random.default_rng(0)
+    shape = (MVDR_BATCH, MVDR_CHANNELS, MVDR_FREQS, MVDR_FRAMES)
+    spec = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    mask_s = rng.random((MVDR_BATCH, MVDR_FREQS, MVDR_FRAMES)).astype(np.float32)
+    mask_n = (1 - mask_s).astype(np.float32)
+    spec_e, mask_s_e, mask_n_e = (ember.from_numpy(a) for a in (spec, mask_s, mask_n))
+    spec_t, mask_s_t, mask_n_t = (torch.from_numpy(a) for a in (spec, mask_s, mask_n))
+    spec_np = spec.astype(np.complex128)
+    rows = []
+    for solution in ("ref_channel", "stv_power", "stv_evd"):
+        module = transforms.MVDR(solution=solution)
+
+        def run_torch(solution=solution):
+            out = mvdr_reference(torch, torch.linalg.solve, torch.linalg.eigh, spec_t.to(torch.complex128),
+                                 mask_s_t, mask_n_t, solution)
+            return out.to(torch.complex64)
+
+        def run_numpy(solution=solution):
+            return mvdr_reference(np, np.linalg.solve, np.linalg.eigh, spec_np, mask_s, mask_n, solution)
+
+        got = module(spec_e, mask_s_e, mask_n_e).numpy()
+        for want in (run_torch().numpy(), run_numpy()):
+            assert np.allclose(got, want, rtol=1e-3, atol=1e-4 * np.abs(want).max()), f"MVDR {solution} differs"
+        rows.append((solution, best_of(lambda: module(spec_e, mask_s_e, mask_n_e)), best_of(run_torch),
+                     best_of(run_numpy)))
+    print(f"\nMVDR, complex64 batch of {MVDR_BATCH} x {MVDR_CHANNELS} channels x {MVDR_FREQS} freqs x {MVDR_FRAMES} "
+          f"frames (4 s at 16 kHz), forward only, best of {REPEATS} (torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads; torchaudio absent: TorchAudio's MVDR formulas in torch ops)\n")
+    print("| solution | emberaudio MVDR | torch ops | NumPy | utterances per second, ember | torch time / ember time "
+          "| NumPy time / ember time |")
+    print("|---|---|---|---|---|---|---|")
+    for solution, ember_s, torch_s, numpy_s in rows:
+        print(f"| {solution} | {ember_s * 1e3:.1f} ms | {torch_s * 1e3:.1f} ms | {numpy_s * 1e3:.1f} ms | "
+              f"{MVDR_BATCH / ember_s:.0f} | {torch_s / ember_s:.2f}x | {numpy_s / ember_s:.2f}x |")
+
+
 def main(sections):
     if "streamreader" in sections:
         stream_reader_section()
@@ -341,6 +421,8 @@ def main(sections):
         decoder_section()
     if "frontend" in sections:
         frontend_section()
+    if "mvdr" in sections:
+        mvdr_section()
 
 
 if __name__ == "__main__":
@@ -349,4 +431,4 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--decoder-rss"]:
         decoder_rss_child_main(*sys.argv[2:6])
     else:
-        main(sys.argv[1:] or ["streamreader", "decoder", "frontend"])
+        main(sys.argv[1:] or ["streamreader", "decoder", "frontend", "mvdr"])

@@ -247,7 +247,40 @@ def _fft_group():
     return Group("fft", "FFT (ember.fft on rustfft/realfft vs numpy.fft and torch.fft)", make_inputs, workloads)
 
 
-GROUPS = [_matmul_group(), _elementwise_group(), _reduction_group(), _conv_group(), _overhead_group(), _fft_group()]
+def _linalg_group():
+    """float64 factorisations at 256 and 1024, and a batch of 64 small ones; times in microseconds
+    (the flop counts of eigh/svd depend on the algorithm, so no GFLOP/s)."""
+    sizes, batch, small = (256, 1024), 64, 64
+
+    def make_inputs(rng):
+        arrays = {}
+        for n, shape in [(n, (n, n)) for n in sizes] + [(f"b{small}", (batch, small, small))]:
+            x = rng.standard_normal(shape)
+            k = shape[-1]
+            arrays[f"a{n}"] = x + k**0.5 * np.eye(k)
+            arrays[f"h{n}"] = (x + np.swapaxes(x, -1, -2)) / 2
+            arrays[f"p{n}"] = x @ np.swapaxes(x, -1, -2) + k * np.eye(k)
+            arrays[f"r{n}"] = rng.standard_normal((*shape[:-1], 8))
+        return arrays
+
+    def linalg(lib):
+        return np.linalg if lib.name == "numpy" else lib.module.linalg
+
+    ops = [
+        ("solve", ("a", "r"), lambda lib, a, b: linalg(lib).solve(a, b)),
+        ("inv", ("a",), lambda lib, a: linalg(lib).inv(a)),
+        ("cholesky", ("p",), lambda lib, a: linalg(lib).cholesky(a)),
+        ("eigh", ("h",), lambda lib, a: linalg(lib).eigh(a)),
+        ("svd", ("a",), lambda lib, a: linalg(lib).svd(a, full_matrices=False)),
+    ]
+    workloads = []
+    for label, suffix in [(f"{n}x{n}", n) for n in sizes] + [(f"{batch}x{small}x{small}", f"b{small}")]:
+        for name, inputs, op in ops:
+            workloads.append(Workload(f"{name} {label}", "us", 0.0, tuple(f"{x}{suffix}" for x in inputs), op))
+    return Group("linalg", "Linear algebra, float64 (ember.linalg on faer vs numpy.linalg and torch.linalg)", make_inputs, workloads)
+
+
+GROUPS = [_matmul_group(), _elementwise_group(), _reduction_group(), _conv_group(), _overhead_group(), _fft_group(), _linalg_group()]
 
 
 # ---- timing (parent process, all libraries side by side) ----

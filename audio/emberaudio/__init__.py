@@ -3,8 +3,8 @@
 `emberaudio.io.StreamReader` streams audio and video chunk by chunk; `load`, `info` and `save` read
 and write whole audio files; `emberaudio.models.decoder.ctc_decoder` is TorchAudio's CTC beam-search
 decoder; `emberaudio.functional` / `emberaudio.transforms` are TorchAudio's audio front end
-(spectrograms, mel filter banks, MFCC, dB, resampling) on differentiable ember ops. Beamforming is
-not implemented yet (README.md).
+(spectrograms, mel filter banks, MFCC, dB, resampling) and multi-channel MVDR beamforming (PSD,
+Souden / RTF weights, RTF estimation) on differentiable ember ops.
 """
 from . import functional, io, models, transforms
 from ._backend import AudioMetaData, info, load, save

@@ -3,6 +3,7 @@
 Everything here is built from differentiable ember ops (`ember.stft` / `istft`, `matmul`,
 `nn.functional.conv1d`, elementwise math), so gradients flow through Ember's autograd.
 Filter banks, DCT matrices and resampling kernels are computed in float64 NumPy and cast.
+The multi-channel beamforming functions live in `_beamforming.py` and are re-exported here.
 """
 import math
 import warnings
@@ -11,8 +12,11 @@ import numpy as np
 
 import ember
 
+from ._beamforming import apply_beamforming, mvdr_weights_rtf, mvdr_weights_souden, psd, rtf_evd, rtf_power
+
 __all__ = ["spectrogram", "inverse_spectrogram", "melscale_fbanks", "create_dct", "amplitude_to_DB",
-           "DB_to_amplitude", "resample"]
+           "DB_to_amplitude", "resample", "psd", "mvdr_weights_souden", "mvdr_weights_rtf", "rtf_evd", "rtf_power",
+           "apply_beamforming"]
 
 
 def _check_tensor(x, name):

@@ -1,7 +1,8 @@
 """TorchAudio 0.12's `torchaudio.transforms` front end as `ember.nn.Module`s.
 
 Buffers are registered under TorchAudio's names (`window`, `fb`, `dct_mat`; Resample's `kernel`
-is non-persistent), so state_dict keys match TorchAudio's.
+is non-persistent), so state_dict keys match TorchAudio's. The multi-channel modules (`PSD`,
+`MVDR`, `SoudenMVDR`, `RTFMVDR`) live in `_multi_channel.py` and are re-exported here.
 """
 import math
 
@@ -9,8 +10,10 @@ import ember
 from ember import nn
 
 from . import functional as F
+from ._multi_channel import MVDR, PSD, RTFMVDR, SoudenMVDR
 
-__all__ = ["Spectrogram", "InverseSpectrogram", "MelScale", "MelSpectrogram", "MFCC", "AmplitudeToDB", "Resample"]
+__all__ = ["Spectrogram", "InverseSpectrogram", "MelScale", "MelSpectrogram", "MFCC", "AmplitudeToDB", "Resample",
+           "PSD", "MVDR", "SoudenMVDR", "RTFMVDR"]
 
 
 def _make_window(window_fn, win_length, wkwargs):

@@ -8,6 +8,7 @@ mod convert;
 mod dlpack;
 mod errors;
 mod index;
+mod linalg;
 mod nn_spatial;
 mod nn_core;
 mod ops;
@@ -44,5 +45,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     serialize::register(m)?;
     complex::register(m)?;
+    linalg::register(m)?;
     Ok(())
 }

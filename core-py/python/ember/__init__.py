@@ -56,6 +56,8 @@ from ember._sort_api import *  # noqa: E402,F401,F403
 from ember._einsum import einsum  # noqa: E402,F401
 from ember._complex import *  # noqa: E402,F401,F403
 from ember import fft  # noqa: E402,F401
+from ember import linalg  # noqa: E402,F401
+from ember._linalg_api import *  # noqa: E402,F401,F403
 from ember._spectral import *  # noqa: E402,F401,F403
 from ember import _foreach as _foreach_module  # noqa: E402
 

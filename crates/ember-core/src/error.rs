@@ -13,6 +13,8 @@ pub enum ErrorKind {
     Index,
     /// A combination Ember does not support yet (`NotImplementedError`).
     NotImplemented,
+    /// A singular or non-positive-definite matrix (`torch.linalg.LinAlgError`, a `RuntimeError`).
+    LinAlg,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

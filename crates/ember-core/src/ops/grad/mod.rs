@@ -5,6 +5,7 @@ pub(crate) mod binary;
 pub(crate) mod complex;
 pub(crate) mod conv;
 pub(crate) mod index;
+pub(crate) mod linalg;
 pub(crate) mod matmul;
 pub(crate) mod nn;
 pub(crate) mod pool;
