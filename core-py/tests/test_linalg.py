@@ -103,6 +103,8 @@ def test_qr_svd_reconstruct_and_match_numpy(dtype, shape):
         assert Q.shape == Qn.shape and R.shape == Rn.shape
         close(Q.numpy() @ R.numpy(), A, dtype)
         close(np.triu(R.numpy()), R.numpy(), dtype)
+        if dtype in (ember.float64, ember.complex128):  # in single precision a near-zero Re(α) may flip
+            close(R, Rn, dtype)  # LAPACK's sign convention, so Q and R are numpy's
     assert ember.linalg.qr(t(A), mode="r").Q.numel() == 0
     for full in (True, False):
         U, S, Vh = ember.linalg.svd(t(A), full_matrices=full)

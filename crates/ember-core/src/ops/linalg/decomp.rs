@@ -22,7 +22,7 @@ pub fn cholesky_kernel(a: &Tensor) -> Result<(Tensor, Info)> {
         each(a.count, n * n * n / 3, |i, par| unsafe {
             let mut l: Mat<T> = a.mat::<T>(i).to_owned();
             let mut buf = scratch(cholesky_in_place_scratch::<T>(n, par, Default::default()));
-            let none = LltRegularization { dynamic_regularization_delta: 0.0.into(), dynamic_regularization_epsilon: 0.0.into() };
+            let none = LltRegularization { dynamic_regularization_delta: 0.0, dynamic_regularization_epsilon: 0.0 };
             match cholesky_in_place(l.as_mut(), none, par, stack(&mut buf), Default::default()) {
                 Ok(_) => {
                     let mut o = out.mat::<T>(i);
@@ -40,8 +40,8 @@ pub fn cholesky_kernel(a: &Tensor) -> Result<(Tensor, Info)> {
 }
 
 /// Moves the phase of each diagonal entry of `R` into the matching column of `Q`, so that the
-/// diagonal of `R` is real as LAPACK's is (the QR derivative relies on it).
-fn real_diagonal<T: Field>(mut r: MatMut<'_, T>, mut q: Option<MatMut<'_, T>>) {
+/// diagonal of `R` is real, with LAPACK's signs (the QR derivative relies on a real diagonal).
+fn real_diagonal<T: Field>(mut r: MatMut<'_, T>, mut q: Option<MatMut<'_, T>>, rows: usize) {
     if !T::DTYPE.is_complex() {
         return;
     }
@@ -51,7 +51,13 @@ fn real_diagonal<T: Field>(mut r: MatMut<'_, T>, mut q: Option<MatMut<'_, T>>) {
         if norm == 0.0 {
             continue;
         }
-        let phase = T::from_c128(d / norm);
+        // faer's diagonal is `-phase(α)·‖x‖` for the leading entry α of each Householder step,
+        // LAPACK's `-sign(Re α)·‖x‖`, so the sign of the real part carries over; on the last row
+        // of a square or wide matrix faer reflects nothing (the entry is α itself) while LAPACK
+        // still reflects a non-real α.
+        let last = i + 1 == rows;
+        let flip = if last { d.im != 0.0 && d.re >= 0.0 || d.im == 0.0 && d.re < 0.0 } else { d.re < 0.0 };
+        let phase = T::from_c128(d / if flip { -norm } else { norm });
         let back = conj(&phase);
         for c in i..r.ncols() {
             r[(i, c)] = mul(&r[(i, c)], &back);
@@ -96,8 +102,34 @@ pub fn qr_kernel(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
                 "complete" => qi.copy_from(f.compute_Q()),
                 _ => {}
             }
-            real_diagonal(ro, if mode == "r" { None } else { Some(qi) });
+            real_diagonal(ro, if mode == "r" { None } else { Some(qi) }, m);
         })
     });
     Ok((q.t, r.t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cholesky_reports_the_failing_leading_minor() {
+        let a = Tensor::from_vec(vec![4.0f64, 2.0, 2.0, 1.0], &[2, 2]).unwrap();
+        let (_, info) = cholesky_kernel(&a).unwrap();
+        assert_eq!(info.tensor(&[]).to_vec::<i32>().unwrap(), vec![2]);
+        let spd = Tensor::from_vec(vec![4.0f64, 2.0, 2.0, 5.0], &[2, 2]).unwrap();
+        let (l, _) = cholesky_kernel(&spd).unwrap();
+        assert_eq!(l.to_vec::<f64>().unwrap(), vec![2.0, 0.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn complex_qr_has_a_real_diagonal() {
+        use crate::dtype::CDouble;
+        let a = Tensor::from_vec(vec![CDouble::new(1.0, 2.0), CDouble::new(0.5, 0.0), CDouble::new(0.0, -1.0), CDouble::new(3.0, 1.0)], &[2, 2]).unwrap();
+        let (_, r) = qr_kernel(&a, "reduced").unwrap();
+        let r = r.to_vec::<CDouble>().unwrap();
+        assert!(r[0].im.abs() < 1e-12 && r[3].im.abs() < 1e-12 && r[2].norm() == 0.0, "{r:?}");
+        // LAPACK's sign: minus the sign of the real part of the column's leading entry (1 + 2i).
+        assert!(r[0].re < 0.0);
+    }
 }

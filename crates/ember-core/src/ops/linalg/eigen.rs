@@ -103,3 +103,29 @@ fn unit_columns<R: Element>(u: MatRef<'_, num_complex::Complex<R>>, mut put: imp
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eigh_of_a_symmetric_matrix_is_ascending_and_reads_one_triangle() {
+        // [[2, 1], [1, 2]] has eigenvalues 1 and 3; the upper entry 99 is not read with UPLO=L.
+        let a = Tensor::from_vec(vec![2.0f64, 99.0, 1.0, 2.0], &[2, 2]).unwrap();
+        let (l, q, info) = eigh_kernel(&a, true, true).unwrap();
+        assert!(info.check("eigh", |_| String::new()).is_ok());
+        let l = l.to_vec::<f64>().unwrap();
+        assert!((l[0] - 1.0).abs() < 1e-12 && (l[1] - 3.0).abs() < 1e-12, "{l:?}");
+        let q = q.unwrap().to_vec::<f64>().unwrap();
+        assert!((q[0].abs() - 0.5f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn eig_of_a_rotation_is_a_conjugate_pair() {
+        let a = Tensor::from_vec(vec![0.0f32, -1.0, 1.0, 0.0], &[2, 2]).unwrap();
+        let (w, _, _) = eig_kernel(&a, false).unwrap();
+        let mut im: Vec<f32> = w.to_vec::<crate::dtype::CFloat>().unwrap().iter().map(|z| z.im).collect();
+        im.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        assert_eq!(im, vec![-1.0, 1.0]);
+    }
+}

@@ -54,3 +54,16 @@ pub fn svd_kernel(a: &Tensor, full: bool, vectors: bool) -> Result<(Option<Tenso
 }
 
 pub const SVD_NO_CONVERGENCE: &str = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn singular_values_of_a_diagonal_matrix_are_sorted() {
+        let a = Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 0.0, -3.0, 0.0], &[2, 3]).unwrap();
+        let (u, s, vh, _) = svd_kernel(&a, false, true).unwrap();
+        assert_eq!(s.to_vec::<f32>().unwrap(), vec![3.0, 1.0]);
+        assert_eq!((u.unwrap().shape().to_vec(), vh.unwrap().shape().to_vec()), (vec![2, 2], vec![2, 3]));
+    }
+}
