@@ -175,9 +175,19 @@ fn for_planes(planes: usize, per_plane: usize, f: impl Fn(usize, usize) + Sync) 
     for_range(planes, grain, |s, e| f(s, e));
 }
 
+impl Axis {
+    /// Whether output `o` reads exactly taps `2o` and `2o + 1`: a 2-wide window at stride 2.
+    fn is_pairs(&self) -> bool {
+        self.taps.iter().enumerate().all(|(o, t)| t[..] == [2 * o, 2 * o + 1])
+    }
+}
+
 /// Max over each window, with the flat per-plane index of the maximum (NaN wins, as in PyTorch).
 fn max_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, axes: &[Axis; 3], out: &Tensor, idx: &Tensor) {
     let [ad, ah, aw] = axes;
+    if ad.len() == 1 && ad.taps[0] == [0] && ah.is_pairs() && aw.is_pairs() {
+        return max_2x2::<T>(input, planes, ah.len(), aw.len(), out, idx);
+    }
     let in_plane = input.shape()[input.ndim() - 3..].iter().product::<usize>();
     let (ih, iw) = (input.shape()[input.ndim() - 2], input.shape()[input.ndim() - 1]);
     let out_plane = ad.len() * ah.len() * aw.len();
@@ -205,6 +215,33 @@ fn max_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, axe
                         *ix.at(k as isize) = at;
                         k += 1;
                     }
+                }
+            }
+        }
+    });
+}
+
+/// `max_kernel` for 2x2 windows at stride 2 (the CNN default): the same taps in the same order,
+/// as selects over fixed offsets, since the general loop mispredicts its branch on real data.
+fn max_2x2<T: Element + num_traits::Float>(input: &Tensor, planes: usize, oh: usize, ow: usize, out: &Tensor, idx: &Tensor) {
+    let (ih, iw) = (input.shape()[input.ndim() - 2], input.shape()[input.ndim() - 1]);
+    let (x, o, ix) = (Ptr(input.data_ptr::<T>()), Ptr(out.data_ptr::<T>()), Ptr(idx.data_ptr::<i64>()));
+    for_planes(planes, oh * ow * 4, |s, e| unsafe {
+        for p in s..e {
+            let src = x.at((p * ih * iw) as isize);
+            for oy in 0..oh {
+                let k = (p * oh + oy) * ow;
+                for ox in 0..ow {
+                    let top = 2 * oy * iw + 2 * ox;
+                    let (mut best, mut at) = (*src.add(top), top);
+                    for tap in [top + 1, top + iw, top + iw + 1] {
+                        let v = *src.add(tap);
+                        let take = v > best || v.is_nan();
+                        best = if take { v } else { best };
+                        at = if take { tap } else { at };
+                    }
+                    *o.at((k + ox) as isize) = best;
+                    *ix.at((k + ox) as isize) = at as i64;
                 }
             }
         }
