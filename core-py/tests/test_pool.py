@@ -104,6 +104,8 @@ def tup(v, n):
 MAX2D = [
     # shape, kernel, stride, padding, dilation, ceil_mode
     ((2, 3, 8, 8), 2, None, 0, 1, False),
+    ((2, 3, 9, 7), 2, 2, 0, 1, False),  # 2x2/2 kernel, odd sizes floored
+    ((2, 3, 9, 7), 2, 2, 0, 1, True),  # partial last windows: the general kernel
     ((2, 3, 9, 7), 3, 2, 1, 1, False),
     ((2, 3, 9, 7), 3, 2, 1, 1, True),
     ((1, 2, 10, 11), (3, 2), (2, 3), (1, 1), (2, 1), True),
@@ -150,6 +152,8 @@ def test_max_pool_propagates_nan_and_handles_infinities():
     out, idx = F.max_pool2d(x, 2, return_indices=True)
     assert np.isnan(to_np(out)[0, 0, 0, 0]) and to_np(idx)[0, 0, 0, 0] == 1
     assert to_np(out)[0, 0, 0, 1] == 9.0 and to_np(idx)[0, 0, 0, 1] == 7
+    ties = ember.tensor([[[[5.0, 5.0, 0.0, 7.0], [5.0, 1.0, 7.0, 7.0]]]])
+    assert to_np(F.max_pool2d(ties, 2, return_indices=True)[1]).tolist() == [[[[0, 3]]]]
     allneg = ember.full((1, 1, 2, 2), -np.inf)
     o, i = F.max_pool2d(allneg, 2, return_indices=True)
     assert to_np(o)[0, 0, 0, 0] == -np.inf and to_np(i)[0, 0, 0, 0] == 0
