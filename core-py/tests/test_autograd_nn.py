@@ -99,6 +99,10 @@ CONVS = [
     (2, (2, 3, 5, 5), (4, 3, 2, 2), dict(padding="same")),
     (2, (3, 5, 5), (2, 3, 3, 3), dict()),
     (3, (1, 2, 4, 5, 4), (3, 2, 2, 3, 2), dict(stride=(1, 2, 1), padding=(1, 1, 0))),
+    # stride 1: the input gradient is a conv with the flipped weight (groups, dilation) ...
+    (2, (3, 4, 6, 5), (6, 2, 3, 3), dict(padding=(1, 2), dilation=(2, 1), groups=2)),
+    # ... unless the padding reaches past the kernel, which takes the transposed conv.
+    (2, (2, 2, 4, 4), (3, 2, 2, 2), dict(padding=2)),
 ]
 
 
@@ -110,6 +114,19 @@ def test_conv(dims, xs, ws, kw):
     ft = lambda x, w, b: getattr(TF, f"conv{dims}d")(x, w, b, **kw)  # noqa: E731
     compare_with_torch(fe, ft, [x, w, b])
     gradchecks(fe, [x, w, b], second_order=dims < 3)
+
+
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=2, padding=1, groups=2)])
+def test_conv_weight_grad_kernel_matches_recorded_path(kw):
+    # Plain backward runs the one-pass weight-gradient kernel (threads split the batch);
+    # create_graph=True composes differentiable ops. Both must agree.
+    x = ember.tensor(rng.standard_normal((9, 4, 11, 10)), dtype=ember.float32)
+    w = ember.tensor(rng.standard_normal((6, 4 // kw.get("groups", 1), 3, 3)), dtype=ember.float32, requires_grad=True)
+    y = F.conv2d(x, w, **kw)
+    g = ember.tensor(rng.standard_normal(tuple(y.shape)), dtype=ember.float32)
+    (fast,) = ember.autograd.grad(y, [w], g, retain_graph=True)
+    (recorded,) = ember.autograd.grad(y, [w], g, create_graph=True)
+    np.testing.assert_allclose(fast.numpy(), recorded.detach().numpy(), rtol=1e-4, atol=1e-4)
 
 
 def test_conv_non_contiguous_and_transposed():

@@ -16,7 +16,7 @@ use crate::tensor::Tensor;
 
 /// Column-buffer budget per tile, in elements: large enough for GEMM to run at full speed,
 /// small enough to stay in the outer caches.
-const COLUMN_BUDGET: usize = 1 << 18;
+pub(super) const COLUMN_BUDGET: usize = 1 << 18;
 
 /// Multiply-adds per GEMM below which tasks run one per thread; larger GEMMs are split across
 /// all threads instead, which keeps each thread's share of the weights and output in cache.
@@ -36,27 +36,27 @@ pub enum ConvPadding<'a> {
 /// One convolution's spatial geometry. `input` is what im2col reads and `output` what the GEMM
 /// produces; a transposed conv uses the same geometry the other way round.
 #[derive(Clone, Copy, Debug)]
-struct Geom {
-    input: [usize; 3],
-    output: [usize; 3],
-    kernel: [usize; 3],
-    stride: [usize; 3],
-    pad: [usize; 3],
-    dilation: [usize; 3],
+pub(super) struct Geom {
+    pub(super) input: [usize; 3],
+    pub(super) output: [usize; 3],
+    pub(super) kernel: [usize; 3],
+    pub(super) stride: [usize; 3],
+    pub(super) pad: [usize; 3],
+    pub(super) dilation: [usize; 3],
 }
 
 impl Geom {
-    fn kernel_volume(&self) -> usize {
+    pub(super) fn kernel_volume(&self) -> usize {
         self.kernel.iter().product()
     }
-    fn input_volume(&self) -> usize {
+    pub(super) fn input_volume(&self) -> usize {
         self.input.iter().product()
     }
-    fn output_volume(&self) -> usize {
+    pub(super) fn output_volume(&self) -> usize {
         self.output.iter().product()
     }
     /// Output rows: every (d, h) pair; a row is `output[2]` long.
-    fn output_rows(&self) -> usize {
+    pub(super) fn output_rows(&self) -> usize {
         self.output[0] * self.output[1]
     }
     fn is_pointwise(&self) -> bool {
@@ -108,9 +108,9 @@ unsafe fn im2col<T: Element>(src: *const T, g: &Geom, channels: std::ops::Range<
                             continue;
                         }
                         let line = plane.wrapping_offset((id * g.input[1] as isize + ih) * g.input[2] as isize + w0);
-                        std::ptr::write_bytes(dst, 0, lo);
+                        zero_edge(dst, lo);
                         copy_strided(line, g.stride[2], dst, lo, hi);
-                        std::ptr::write_bytes(dst.add(hi), 0, width - hi);
+                        zero_edge(dst.add(hi), width - hi);
                     }
                 }
             }
@@ -146,10 +146,25 @@ unsafe fn tap_in_runs<T: Element>(plane: *const T, g: &Geom, (kd, kh, kw): (usiz
             std::ptr::copy_nonoverlapping(start.offset(j0 + off), dst.add(t * width + j0 as usize), (j1 - j0) as usize);
         }
         for r in t..t + len {
-            std::ptr::write_bytes(dst.add(r * width), 0, lo);
-            std::ptr::write_bytes(dst.add(r * width + hi), 0, width - hi);
+            zero_edge(dst.add(r * width), lo);
+            zero_edge(dst.add(r * width + hi), width - hi);
         }
         t += len;
+    }
+}
+
+/// Zeroes the `n` padding columns at one edge of a row: usually none or one or two, where a
+/// call to `memset` would cost more than the stores.
+#[inline(always)]
+unsafe fn zero_edge<T: Element>(dst: *mut T, n: usize) {
+    match n {
+        0 => {}
+        1 => dst.write(T::zero()),
+        2 => {
+            dst.write(T::zero());
+            dst.add(1).write(T::zero());
+        }
+        _ => std::ptr::write_bytes(dst, 0, n),
     }
 }
 
@@ -195,35 +210,35 @@ unsafe fn col2im<T: Element + std::ops::AddAssign>(cols: *const T, g: &Geom, cha
     }
 }
 
-/// `dst (m×n, row stride dst_rs) = [dst +] a (m×k) · b (k×n)` for f32/f64 with any strides;
-/// `threads` > 1 splits the product over the pool.
+/// `dst (m×n) = [dst +] a (m×k) · b (k×n)` for f32/f64, every operand given as (row, column)
+/// strides; `threads` > 1 splits the product over the pool.
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemm<T: Element>(
+pub(super) unsafe fn gemm<T: Element>(
     mnk: (usize, usize, usize),
-    dst: *mut T, dst_rs: usize,
+    dst: *mut T, dst_strides: (isize, isize),
     a: *const T, a_strides: (isize, isize),
-    b: *const T, b_rs: usize,
+    b: *const T, b_strides: (isize, isize),
     accumulate: bool, threads: usize,
 ) {
     if threads <= 1 {
-        return gemm_with(mnk, dst, dst_rs, a, a_strides, b, b_rs, accumulate, gemm::Parallelism::None);
+        return gemm_with(mnk, dst, dst_strides, a, a_strides, b, b_strides, accumulate, gemm::Parallelism::None);
     }
     let (d, pa, pb) = (Ptr(dst), Ptr(a as *mut T), Ptr(b as *mut T));
-    pool().install(move || gemm_with(mnk, d.at(0), dst_rs, pa.at(0), a_strides, pb.at(0), b_rs, accumulate, gemm::Parallelism::Rayon(threads)))
+    pool().install(move || gemm_with(mnk, d.at(0), dst_strides, pa.at(0), a_strides, pb.at(0), b_strides, accumulate, gemm::Parallelism::Rayon(threads)))
 }
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_with<T: Element>(
     (m, n, k): (usize, usize, usize),
-    dst: *mut T, dst_rs: usize,
+    dst: *mut T, (dst_rs, dst_cs): (isize, isize),
     a: *const T, (a_rs, a_cs): (isize, isize),
-    b: *const T, b_rs: usize,
+    b: *const T, (b_rs, b_cs): (isize, isize),
     accumulate: bool, par: gemm::Parallelism,
 ) {
     macro_rules! call {
         ($t:ty) => {
-            gemm::gemm::<$t>(m, n, k, dst as *mut $t, 1, dst_rs as isize, accumulate, a as *const $t, a_cs, a_rs,
-                b as *const $t, 1, b_rs as isize, if accumulate { 1.0 } else { 0.0 }, 1.0, false, false, false, par)
+            gemm::gemm::<$t>(m, n, k, dst as *mut $t, dst_cs, dst_rs, accumulate, a as *const $t, a_cs, a_rs,
+                b as *const $t, b_cs, b_rs, if accumulate { 1.0 } else { 0.0 }, 1.0, false, false, false, par)
         };
     }
     match T::DTYPE {
@@ -306,7 +321,7 @@ fn non_negative(name: &str, message: &str, values: &[i64], dims: usize) -> Resul
 }
 
 /// Left-pads a per-dim list with `fill` up to three dims.
-fn to3(v: &[usize], fill: usize) -> [usize; 3] {
+pub(super) fn to3(v: &[usize], fill: usize) -> [usize; 3] {
     let mut out = [fill; 3];
     out[3 - v.len()..].copy_from_slice(v);
     out
@@ -462,7 +477,8 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
             cols.as_ptr()
         };
         let a = w.at((grp * cout * k) as isize);
-        gemm((cout, ncols, k), dst, l, a, (k as isize, 1), b, if g.is_pointwise() { l } else { ncols }, bias.is_some(), threads);
+        let b_rs = if g.is_pointwise() { l } else { ncols };
+        gemm((cout, ncols, k), dst, (l as isize, 1), a, (k as isize, 1), b, (b_rs as isize, 1), bias.is_some(), threads);
     };
     let tasks = batch * groups * tiles;
     let per_task = cout * k * rows_per_tile * g.output[2];
@@ -505,7 +521,7 @@ fn tile_rows(g: &Geom, k: usize, images: usize, threads: usize) -> usize {
 }
 
 /// `im2col` over all channels, split across threads by channel when `threads` > 1.
-unsafe fn im2col_split<T: Element>(src: *const T, g: &Geom, channels: usize, rows: std::ops::Range<usize>, cols: *mut T, threads: usize) {
+pub(super) unsafe fn im2col_split<T: Element>(src: *const T, g: &Geom, channels: usize, rows: std::ops::Range<usize>, cols: *mut T, threads: usize) {
     if threads <= 1 {
         return im2col(src, g, 0..channels, rows, cols);
     }
@@ -585,7 +601,7 @@ fn conv_transpose_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &
             let rows = start..(start + rows_per_tile).min(g.output_rows());
             let (col0, ncols) = (rows.start * g.output[2], rows.len() * g.output[2]);
             cols.resize(m * ncols, T::zero());
-            gemm((m, ncols, cin), cols.as_mut_ptr(), ncols, a, (1, m as isize), src.add(col0), l, false, threads);
+            gemm((m, ncols, cin), cols.as_mut_ptr(), (ncols as isize, 1), a, (1, m as isize), src.add(col0), (l as isize, 1), false, threads);
             col2im_split(cols.as_ptr(), g, cout, rows, dst, threads);
         }
     };

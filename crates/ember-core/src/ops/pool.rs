@@ -341,6 +341,34 @@ fn max_pool_kernel(input: &Tensor, dims: usize, args: &WindowArgs) -> Result<(Te
     run_max(input, planes, &spatial, axes, dims)
 }
 
+/// The gradient of a max pool: `g` (`[planes, outputs]`) added onto the input positions `idx`
+/// recorded by the forward pass, in a zeroed `[planes, inputs]`. Planes are independent, so
+/// they run in parallel; the indices need no bounds check, the forward made them.
+pub(crate) fn max_pool_backward(g: &Tensor, idx: &Tensor, inputs: usize) -> Tensor {
+    let gc = g.to_dtype(compute_dtype(g.dtype())).contiguous();
+    let idx = idx.contiguous();
+    let out = Tensor::zeros(&[gc.shape()[0], inputs], gc.dtype());
+    if gc.dtype() == DType::F64 {
+        scatter_planes::<f64>(&gc, &idx, &out);
+    } else {
+        scatter_planes::<f32>(&gc, &idx, &out);
+    }
+    out.to_dtype(g.dtype())
+}
+
+fn scatter_planes<T: Element + std::ops::AddAssign>(g: &Tensor, idx: &Tensor, out: &Tensor) {
+    let (outputs, inputs) = (g.shape()[1], out.shape()[1]);
+    let (pg, pi, po) = (Ptr(g.data_ptr::<T>()), Ptr(idx.data_ptr::<i64>()), Ptr(out.data_ptr::<T>()));
+    for_planes(g.shape()[0], outputs, |s, e| unsafe {
+        for p in s..e {
+            let (src, at, dst) = (pg.at((p * outputs) as isize), pi.at((p * outputs) as isize), po.at((p * inputs) as isize));
+            for j in 0..outputs {
+                *dst.add(*at.add(j) as usize) += *src.add(j);
+            }
+        }
+    });
+}
+
 /// `avg_pool{1,2,3}d`; `args.dilation` must be `[1]`.
 ///
 /// Its derivative: average pooling is separable (the divisor is a product of per-dim counts),

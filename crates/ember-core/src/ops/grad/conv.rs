@@ -2,10 +2,11 @@
 //! gradient of a convolution is a transposed convolution of the output gradient (and the other
 //! way round), and the weight gradient is a correlation of the input with the output gradient,
 //! computed as a matrix product with the input's sliding windows.
-use crate::autograd::{record, untracked};
+use crate::autograd::{needs_grad, record, untracked};
 use crate::bail;
 use crate::error::Result;
 use crate::ops::conv::{conv as conv_kernel, conv_transpose as conv_transpose_kernel, ConvPadding};
+use crate::ops::conv_weight_grad::weight_grad as weight_grad_kernel;
 use crate::ops::pad::{pad, PadMode};
 use crate::ops::binary::Scalar;
 use crate::ops::matmul::matmul;
@@ -21,10 +22,39 @@ fn bias_grad(g: &Tensor) -> Result<Tensor> {
     reduce(ReduceOp::Sum, g, Some(&dims), false, None)
 }
 
-/// The weight gradient of `conv(x, w)` with output gradient `g`: per group, the product of `g`
-/// (out channels × positions) with the input's sliding windows (positions × in channels ·
-/// kernel), the windows being strided views of the padded input (one copy, as im2col).
+/// The weight gradient of `conv(x, w)` with output gradient `g`: the one-pass kernel, unless the
+/// gradient itself is recorded (`create_graph`), which composes differentiable ops instead.
 fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[i64], pad_: &[i64], dilation: &[i64], groups: usize) -> Result<Tensor> {
+    if needs_grad(&[x, g]) {
+        return weight_grad_recorded(x, g, kernel, stride, pad_, dilation, groups);
+    }
+    let usize_of = |v: &[i64]| v.iter().map(|&e| e as usize).collect::<Vec<_>>();
+    Ok(weight_grad_kernel(x, g, kernel, &usize_of(stride), &usize_of(pad_), &usize_of(dilation), groups))
+}
+
+/// The input gradient of a stride-1 `conv(x, w)`: the output gradient convolved with the
+/// flipped weight, channels swapped per group, which runs on the fast forward kernels. `None`
+/// when that needs negative padding (padding beyond the kernel's reach).
+fn input_grad_stride1(g: &Tensor, w: &Tensor, p: &[i64], d: &[i64], groups: i64, dims: usize) -> Result<Option<Tensor>> {
+    let kernel = &w.shape()[2..];
+    let pad: Vec<i64> = (0..dims).map(|i| d[i] * (kernel[i] as i64 - 1) - p[i]).collect();
+    if pad.iter().any(|&v| v < 0) {
+        return Ok(None);
+    }
+    let (cout, cig) = (w.shape()[0] as i64, w.shape()[1] as i64);
+    let mut grouped = vec![groups, cout / groups, cig];
+    grouped.extend(kernel.iter().map(|&k| k as i64));
+    let mut swapped = vec![groups * cig, cout / groups];
+    swapped.extend(kernel.iter().map(|&k| k as i64));
+    let spatial: Vec<i64> = (3..3 + dims as i64).collect();
+    let wt = w.view(&grouped)?.transpose(1, 2)?.flip(&spatial)?.reshape(&swapped)?;
+    Ok(Some(crate::ops::conv::conv(g, &wt, None, &[1], ConvPadding::Explicit(&pad), d, groups, dims)?))
+}
+
+/// The weight gradient from differentiable ops: per group, the product of `g` (out channels ×
+/// positions) with the input's sliding windows (positions × in channels · kernel), the windows
+/// being strided views of the padded input (one copy, as im2col).
+fn weight_grad_recorded(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[i64], pad_: &[i64], dilation: &[i64], groups: usize) -> Result<Tensor> {
     let dims = kernel.len();
     let (n, cin, cout) = (x.shape()[0] as i64, x.shape()[1] as i64, g.shape()[1] as i64);
     let (gr, cig, cog) = (groups as i64, cin / groups as i64, cout / groups as i64);
@@ -86,8 +116,14 @@ pub(crate) fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, strid
         let out: Vec<usize> = g.shape()[2..].to_vec();
         let gx = if ctx.needs_input_grad(0) {
             let w = ctx.saved(1)?;
-            let op: Vec<i64> = (0..dims).map(|i| spatial[i] as i64 - ((out[i] as i64 - 1) * s[i] - 2 * p[i] + d[i] * (kernel[i] as i64 - 1) + 1)).collect();
-            Some(crate::ops::conv::conv_transpose(g, &w, None, &s, &p, &op, groups, &d, dims)?)
+            let flipped = if s.iter().all(|&v| v == 1) { input_grad_stride1(g, &w, &p, &d, groups, dims)? } else { None };
+            match flipped {
+                Some(gx) => Some(gx),
+                None => {
+                    let op: Vec<i64> = (0..dims).map(|i| spatial[i] as i64 - ((out[i] as i64 - 1) * s[i] - 2 * p[i] + d[i] * (kernel[i] as i64 - 1) + 1)).collect();
+                    Some(crate::ops::conv::conv_transpose(g, &w, None, &s, &p, &op, groups, &d, dims)?)
+                }
+            }
         } else {
             None
         };

@@ -4,13 +4,14 @@
 //! same op in 1-d on an identity, and their gradient applies the transposed matrices (matrix
 //! products, so it is differentiable too). Padding is a gather through an index map.
 use super::{keep, scale};
-use crate::autograd::{record, untracked};
+use crate::autograd::{needs_grad, record, untracked};
 use crate::error::Result;
 use crate::ops::binary::{BinaryOp, Scalar};
 use crate::ops::creation::{arange, eye};
 use crate::ops::index::gather_adjoint;
 use crate::ops::matmul::matmul;
 use crate::ops::pad::{pad, PadMode};
+use crate::ops::pool::max_pool_backward;
 use crate::tensor::Tensor;
 
 /// `(values, indices) = max_pool(x)` (or adaptive): indices are flat within each plane of the
@@ -21,8 +22,9 @@ pub(crate) fn record_max_pool(name: &'static str, x: &Tensor, dims: usize, value
     let planes = (x.numel() / plane.max(1)) as i64;
     let dims_i: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     record(name, &[x], &[values], &[indices], move |ctx, g| {
-        let idx = ctx.saved(0)?.reshape(&[planes, -1])?;
-        let flat = gather_adjoint(&g[0].reshape(&[planes, -1])?, 1, &idx, &[planes as usize, plane])?;
+        let (idx, g) = (ctx.saved(0)?.reshape(&[planes, -1])?, g[0].reshape(&[planes, -1])?);
+        // A recorded gradient (create_graph) needs the differentiable scatter.
+        let flat = if needs_grad(&[&g]) { gather_adjoint(&g, 1, &idx, &[planes as usize, plane])? } else { max_pool_backward(&g, &idx, plane) };
         Ok(vec![Some(flat.reshape(&dims_i)?)])
     })
 }
