@@ -105,6 +105,8 @@ MAX2D = [
     # shape, kernel, stride, padding, dilation, ceil_mode
     ((2, 3, 8, 8), 2, None, 0, 1, False),
     ((2, 3, 9, 7), 2, 2, 0, 1, False),  # 2x2/2 kernel, odd sizes floored
+    ((1, 2, 6, 37), 2, 2, 0, 1, False),  # 2x2/2: a full vector of outputs and a tail
+    ((1, 1, 4, 64), 2, None, 0, 1, False),  # 2x2/2: whole vectors only
     ((2, 3, 9, 7), 2, 2, 0, 1, True),  # partial last windows: the general kernel
     ((2, 3, 9, 7), 3, 2, 1, 1, False),
     ((2, 3, 9, 7), 3, 2, 1, 1, True),
@@ -157,6 +159,18 @@ def test_max_pool_propagates_nan_and_handles_infinities():
     allneg = ember.full((1, 1, 2, 2), -np.inf)
     o, i = F.max_pool2d(allneg, 2, return_indices=True)
     assert to_np(o)[0, 0, 0, 0] == -np.inf and to_np(i)[0, 0, 0, 0] == 0
+
+
+def test_max_pool_2x2_float32_kernel_agrees_with_float64_on_nans_and_ties():
+    # float32 takes the vectorised 2x2/2 kernel, float64 the scalar one: same maxima, same indices.
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 3, (2, 3, 6, 41)).astype(np.float64)
+    base[rng.random(base.shape) < 0.05] = np.nan
+    base[rng.random(base.shape) < 0.05] = -np.inf
+    o32, i32 = F.max_pool2d(ember.tensor(base, dtype=ember.float32), 2, return_indices=True)
+    o64, i64 = F.max_pool2d(ember.tensor(base), 2, return_indices=True)
+    np.testing.assert_array_equal(to_np(i32), to_np(i64))
+    np.testing.assert_array_equal(to_np(o32), to_np(o64).astype(np.float32))
 
 
 def test_max_pool_non_contiguous_input():

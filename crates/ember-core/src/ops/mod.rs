@@ -22,6 +22,7 @@ pub mod matmul;
 pub mod nn;
 pub mod pad;
 pub mod pool;
+mod pool_simd;
 pub mod random;
 pub mod reduce;
 pub mod resize;

@@ -226,6 +226,20 @@ fn max_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, axe
 fn max_2x2<T: Element + num_traits::Float>(input: &Tensor, planes: usize, oh: usize, ow: usize, out: &Tensor, idx: &Tensor) {
     let (ih, iw) = (input.shape()[input.ndim() - 2], input.shape()[input.ndim() - 1]);
     let (x, o, ix) = (Ptr(input.data_ptr::<T>()), Ptr(out.data_ptr::<T>()), Ptr(idx.data_ptr::<i64>()));
+    #[cfg(target_arch = "x86_64")]
+    if T::DTYPE == DType::F32 && super::conv_direct::has_avx512() && ih * iw < i32::MAX as usize {
+        let x = Ptr(x.0 as *mut f32);
+        let o = Ptr(o.0 as *mut f32);
+        return for_planes(planes, oh * ow * 4, |s, e| unsafe {
+            for p in s..e {
+                for oy in 0..oh {
+                    let k = ((p * oh + oy) * ow) as isize;
+                    let top = x.at((p * ih * iw + 2 * oy * iw) as isize);
+                    super::pool_simd::max_pairs_row(top, iw, ow, (2 * oy * iw) as i32, o.at(k), ix.at(k));
+                }
+            }
+        });
+    }
     for_planes(planes, oh * ow * 4, |s, e| unsafe {
         for p in s..e {
             let src = x.at((p * ih * iw) as isize);
