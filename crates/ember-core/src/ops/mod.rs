@@ -18,6 +18,7 @@ pub mod loss;
 pub mod map;
 pub mod math;
 pub mod matmul;
+pub mod nhwc;
 pub mod nn;
 pub mod pad;
 pub mod pool;

@@ -1,0 +1,138 @@
+"""Memory formats (PyTorch's `torch.memory_format`): `contiguous_format`, `channels_last`
+(`[N, C, H, W]` stored as `[N, H, W, C]`), `channels_last_3d` (`[N, C, D, H, W]` stored as
+`[N, D, H, W, C]`) and `preserve_format`; and the tensor methods that take one.
+
+A channels-last tensor is an ordinary strided tensor (a permuted contiguous one), so every op
+accepts it; conv2d, batch_norm, 2-d pooling and interpolate have channels-last kernels and
+return channels-last results, and elementwise results follow their first input's layout."""
+from ember import _C
+
+__all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
+
+
+class memory_format:
+    """One memory format; compare by identity, as PyTorch's singletons."""
+
+    __module__ = "ember"
+
+    def __init__(self, name, rank=None, order=None):
+        self._name, self._rank, self._order = name, rank, order
+
+    def __repr__(self):
+        return f"ember.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+# Storage order of the dims (outermost first) for the channels-last formats.
+channels_last = memory_format("channels_last", 4, (0, 2, 3, 1))
+channels_last_3d = memory_format("channels_last_3d", 5, (0, 2, 3, 4, 1))
+
+
+def check(fmt, fn, default=None):
+    """`fmt` validated; `None` means `default` where PyTorch's argument is optional."""
+    if fmt is None and default is not None:
+        return default
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{fn}(): argument 'memory_format' must be ember.memory_format, not {type(fmt).__name__}")
+    return fmt
+
+
+def _check_rank(fmt, ndim):
+    if fmt._rank is not None and ndim != fmt._rank:
+        raise RuntimeError(f"required rank {fmt._rank} tensor to use {fmt._name} format")
+
+
+def _inverse(order):
+    inv = [0] * len(order)
+    for i, d in enumerate(order):
+        inv[d] = i
+    return inv
+
+
+def is_contiguous(t, fmt=contiguous_format):
+    """PyTorch's rule: the dims, innermost first in the format's order, have dense strides
+    (size-1 dims do not count); channels-last formats on other ranks are never contiguous."""
+    fmt = check(fmt, "is_contiguous")
+    if fmt is preserve_format:
+        raise RuntimeError("is_contiguous: preserve_format is not a valid memory format for this check")
+    if fmt is contiguous_format:
+        return _C.Tensor.is_contiguous(t)
+    if t.ndim != fmt._rank:
+        return False
+    shape, strides = t.shape, t.stride()
+    expected = 1
+    for d in reversed(fmt._order):
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def suggest(t):
+    """The format a tensor is laid out in (PyTorch's `suggest_memory_format`): channels-last
+    when it is so and not also plain contiguous."""
+    for fmt in (channels_last, channels_last_3d):
+        if t.ndim == fmt._rank and not _C.Tensor.is_contiguous(t) and is_contiguous(t, fmt):
+            return fmt
+    return contiguous_format
+
+
+def restride(t, fmt):
+    """A copy of `t` laid out in `fmt` (not `preserve_format`); differentiable (a recorded copy_)."""
+    return empty_in(lambda shape: _C.empty(shape, t.dtype), t.shape, fmt).copy_(t)
+
+
+def contiguous(t, memory_format=contiguous_format):
+    """`Tensor.contiguous`: the tensor itself when already laid out in the format, else a copy."""
+    fmt = check(memory_format, "contiguous")
+    if fmt is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if fmt is contiguous_format:
+        return _C.Tensor.contiguous(t)
+    _check_rank(fmt, t.ndim)
+    if is_contiguous(t, fmt) and t.numel() > 0:
+        return t
+    return restride(t, fmt)
+
+
+def clone(t, memory_format=preserve_format):
+    """`Tensor.clone`: a copy, laid out as `t` (dense inputs) or in the format given."""
+    fmt = check(memory_format, "clone", preserve_format)
+    if fmt is preserve_format:
+        return _C.Tensor.clone(t)
+    return restride(t, fmt)
+
+
+def dense_order(t):
+    """The dims of a dense, non-overlapping `t` from outermost to innermost in memory, or None
+    when `t` is not so laid out or is plain row-major."""
+    shape, strides = t.shape, t.stride()
+    if any(s <= 0 for s in strides):
+        return None
+    order = sorted(range(t.ndim), key=lambda d: (strides[d], shape[d]), reverse=True)
+    expected = 1
+    for d in reversed(order):
+        if shape[d] != 1 and strides[d] != expected:
+            return None
+        expected *= shape[d]
+    return None if order == list(range(t.ndim)) else tuple(order)
+
+
+def empty_in(make, shape, fmt, like=None):
+    """`make(shape)` (a fresh contiguous tensor) laid out in `fmt`; `preserve_format` keeps the
+    memory order of a dense `like` (as PyTorch's `*_like` functions do)."""
+    fmt = check(fmt, "empty", preserve_format if like is not None else contiguous_format)
+    order = None
+    if fmt is preserve_format:
+        order = dense_order(like) if like is not None else None
+    elif fmt is not contiguous_format:
+        _check_rank(fmt, len(shape))
+        order = fmt._order
+    if order is None:
+        return make(tuple(shape))
+    return make(tuple(shape[d] for d in order)).permute(_inverse(order))
