@@ -9,6 +9,11 @@ from ember import _C
 
 __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
 
+# The native methods, taken before `_tensor.py` puts this module's versions on the class.
+_native_clone = _C.Tensor.clone
+_native_contiguous = _C.Tensor.contiguous
+_native_is_contiguous = _C.Tensor.is_contiguous
+
 
 class memory_format:
     """One memory format; compare by identity, as PyTorch's singletons."""
@@ -60,7 +65,7 @@ def is_contiguous(t, fmt=contiguous_format):
     if fmt is preserve_format:
         raise RuntimeError("is_contiguous: preserve_format is not a valid memory format for this check")
     if fmt is contiguous_format:
-        return _C.Tensor.is_contiguous(t)
+        return _native_is_contiguous(t)
     if t.ndim != fmt._rank:
         return False
     shape, strides = t.shape, t.stride()
@@ -77,7 +82,7 @@ def suggest(t):
     """The format a tensor is laid out in (PyTorch's `suggest_memory_format`): channels-last
     when it is so and not also plain contiguous."""
     for fmt in (channels_last, channels_last_3d):
-        if t.ndim == fmt._rank and not _C.Tensor.is_contiguous(t) and is_contiguous(t, fmt):
+        if t.ndim == fmt._rank and not _native_is_contiguous(t) and is_contiguous(t, fmt):
             return fmt
     return contiguous_format
 
@@ -93,7 +98,7 @@ def contiguous(t, memory_format=contiguous_format):
     if fmt is preserve_format:
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
     if fmt is contiguous_format:
-        return _C.Tensor.contiguous(t)
+        return _native_contiguous(t)
     _check_rank(fmt, t.ndim)
     if is_contiguous(t, fmt) and t.numel() > 0:
         return t
@@ -104,7 +109,7 @@ def clone(t, memory_format=preserve_format):
     """`Tensor.clone`: a copy, laid out as `t` (dense inputs) or in the format given."""
     fmt = check(memory_format, "clone", preserve_format)
     if fmt is preserve_format:
-        return _C.Tensor.clone(t)
+        return _native_clone(t)
     return restride(t, fmt)
 
 
