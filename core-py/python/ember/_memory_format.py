@@ -58,10 +58,10 @@ def _inverse(order):
     return inv
 
 
-def is_contiguous(t, fmt=contiguous_format):
+def is_contiguous(t, memory_format=contiguous_format):
     """PyTorch's rule: the dims, innermost first in the format's order, have dense strides
     (size-1 dims do not count); channels-last formats on other ranks are never contiguous."""
-    fmt = check(fmt, "is_contiguous")
+    fmt = check(memory_format, "is_contiguous")
     if fmt is preserve_format:
         raise RuntimeError("is_contiguous: preserve_format is not a valid memory format for this check")
     if fmt is contiguous_format:

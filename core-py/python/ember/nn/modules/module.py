@@ -400,7 +400,9 @@ class Module:
                 continue
             grad = param.grad
             with ember.no_grad():
-                param.data = fn(param)
+                new = fn(param)
+                if new is not param:  # an unchanged tensor keeps its data
+                    param.data = new
                 if grad is not None:
                     param.grad = fn(grad)
         for key, buf in self._buffers.items():
