@@ -6,6 +6,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
+from ember import _memory_format as _mf
 
 CL = ember.channels_last
 
@@ -97,9 +98,12 @@ def test_conv2d_channels_last_equals_nchw(case, dtype):
     b = ember.randn(8, dtype=dtype) if case["bias"] else None
     args = dict(stride=case["stride"], padding=case["padding"], dilation=case["dilation"], groups=case["groups"])
     ref = F.conv2d(x, w, b, **args)
-    for xi, wi in ((cl(x), w), (cl(x), cl(w)), (x, cl(w))):
+    for xi, wi in ((cl(x), w), (cl(x), cl(w)), (x, cl(w)), (x, w.to(memory_format=CL))):
         out = F.conv2d(xi, wi, b, **args)
-        assert out.is_contiguous(memory_format=CL) and out.shape == ref.shape
+        # PyTorch's rule: channels-last when the input or the weight's strides are. `cl(w)` of
+        # a 1x1 or one-channel weight is `w` itself (already channels-last contiguous), NCHW.
+        expect_cl = xi is not x or _mf.suggest(wi) is CL
+        assert out.is_contiguous(memory_format=CL) == expect_cl and out.shape == ref.shape
         close(out, ref, 1e-4 if dtype == ember.float32 else 1e-10)
 
 
@@ -147,6 +151,17 @@ def test_pools_and_interpolate_channels_last(op):
     ref, out = op(x), op(cl(x))
     assert out.is_contiguous(memory_format=CL) and out.shape == ref.shape
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_one_channel_channels_last_follows_pytorch():
+    # [N, 1, H, W] with channels-last strides is contiguous too; PyTorch still treats it as
+    # channels-last (by the order of its strides), and so do the kernels here.
+    x = ember.randn(2, 1, 6, 6).to(memory_format=CL)
+    assert x.stride() == (36, 1, 6, 1) and x.is_contiguous()
+    assert F.conv2d(x, ember.randn(3, 1, 3, 3)).stride() == (48, 1, 12, 3)
+    assert F.max_pool2d(x, 2).stride() == (9, 1, 3, 1)
+    assert (x + 1).stride() == (36, 1, 6, 1)
+    close(F.max_pool2d(x, 2), F.max_pool2d(x.contiguous(), 2))
 
 
 def test_max_pool_indices_channels_last():

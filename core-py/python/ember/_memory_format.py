@@ -78,11 +78,27 @@ def is_contiguous(t, memory_format=contiguous_format):
     return True
 
 
+def _strides_like(t, fmt):
+    """PyTorch's test of a layout against a channels-last format, on the order of the strides
+    (not their density): walking the dims innermost first, each stride is at least the extent
+    of the dims before it; an ambiguous `[N, 1, 1, 1]` layout counts as contiguous."""
+    if t.ndim != fmt._rank or t.numel() == 0:
+        return False
+    shape, strides = t.shape, t.stride()
+    if strides[1] == 0:
+        return False
+    low = 0
+    for d in reversed(fmt._order):
+        if strides[d] < low or (d == 0 and low == strides[1]):
+            return False
+        low = strides[d] * max(shape[d], 1)
+    return True
+
+
 def suggest(t):
-    """The format a tensor is laid out in (PyTorch's `suggest_memory_format`): channels-last
-    when it is so and not also plain contiguous."""
+    """The format a tensor is laid out in (PyTorch's `suggest_memory_format`)."""
     for fmt in (channels_last, channels_last_3d):
-        if t.ndim == fmt._rank and not _native_is_contiguous(t) and is_contiguous(t, fmt):
+        if _strides_like(t, fmt):
             return fmt
     return contiguous_format
 

@@ -352,11 +352,11 @@ fn prepare(op: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, gro
     // PyTorch's rule: a channels-last input or weight gives a channels-last conv.
     let channels_last = !transposed && dims == 2 && (super::nhwc::is_channels_last(&input) || super::nhwc::is_channels_last(weight));
     // The NHWC kernel reads the weight in any layout.
-    let (input, weight) = (input.to_dtype(c), weight.to_dtype(c));
+    let (x, w) = (input.to_dtype(c), weight.to_dtype(c));
     Ok(Operands {
         batch: input.shape()[0],
-        input: if channels_last { super::nhwc::to_channels_last(&input) } else { input.contiguous() },
-        weight: if channels_last { weight } else { weight.contiguous() },
+        input: if channels_last { super::nhwc::to_channels_last(&x) } else { x.contiguous() },
+        weight: if channels_last { w } else { w.contiguous() },
         channels_last,
         bias: bias.map(|b| b.to_dtype(c).contiguous()),
         groups: g,

@@ -9,7 +9,7 @@ mod pool;
 
 pub use conv::{conv2d, Geom2};
 pub use norm::{channel_affine, channel_moments};
-pub use pool::{max_pool2d, mean_pool2d};
+pub(crate) use pool::{max_pool2d, mean_pool2d};
 
 use crate::dtype::DType;
 use crate::tensor::Tensor;
@@ -33,16 +33,31 @@ pub fn is_channels_last_contiguous(t: &Tensor) -> bool {
     true
 }
 
-/// A tensor the channels-last kernels should take: channels-last and not also plain contiguous
-/// (PyTorch's `suggest_memory_format() == channels_last`; a `[N, 1, H, W]` or `[N, C, 1, 1]`
-/// tensor is both, and stays on the NCHW kernels).
+/// A tensor the channels-last kernels should take: PyTorch's `suggest_memory_format() ==
+/// channels_last`, decided from the order of the strides. Walking C, W, H, N, each stride must
+/// be at least the extent of the dims before it; where size-1 dims make a layout ambiguous
+/// (`[N, 1, 1, 1]` with equal strides) it counts as NCHW.
 pub fn is_channels_last(t: &Tensor) -> bool {
-    t.ndim() == 4 && t.numel() > 0 && !t.is_contiguous() && is_channels_last_contiguous(t)
+    if t.ndim() != 4 || t.numel() == 0 {
+        return false;
+    }
+    let (shape, strides) = (t.shape(), t.layout().strides());
+    if strides[1] == 0 {
+        return false;
+    }
+    let mut min = 0isize;
+    for d in [1, 3, 2, 0] {
+        if strides[d] < min || (d == 0 && min == strides[1]) {
+            return false;
+        }
+        min = strides[d] * shape[d].max(1) as isize;
+    }
+    true
 }
 
 /// A copy of a 4-d tensor in channels-last memory, or the tensor itself when it already is.
 pub fn to_channels_last(t: &Tensor) -> Tensor {
-    if is_channels_last_contiguous(t) && !t.is_contiguous() {
+    if is_channels_last_contiguous(t) {
         return t.clone();
     }
     let nhwc = t.permute(&[0, 2, 3, 1]).expect("a 4-d tensor").contiguous();
@@ -68,5 +83,5 @@ fn is_native(dtype: DType) -> bool {
 
 /// Whether batch_norm on `x` runs on the channels-last kernels.
 pub fn norm_applies(x: &Tensor) -> bool {
-    is_channels_last(x) && is_native(x.dtype())
+    is_channels_last(x) && is_channels_last_contiguous(x) && is_native(x.dtype())
 }

@@ -2,7 +2,7 @@
 //! channel's values are a column of the `[N·H·W, C]` matrix: rows are folded into C-long
 //! accumulators, a chunk of rows per task, and the chunks' partial sums added in row order (the
 //! same result whichever thread finishes first).
-use super::nhwc_view;
+use super::{nhwc_view, uninit_channels_last};
 use crate::dtype::{DType, Element};
 use crate::ops::map::Ptr;
 use crate::parallel::{for_range, GRAIN};
@@ -54,7 +54,8 @@ fn column_sums_of<T: Element>(v: &Tensor, center: Option<&[f64]>) -> Vec<f64> {
 
 /// `x[.., c] * scale[c] + shift[c]` for a channels-last float32/float64 `x`; channels-last result.
 pub fn channel_affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> Tensor {
-    let out = Tensor::uninit_like(x.shape(), x.dtype(), Some(x));
+    let s = x.shape();
+    let out = uninit_channels_last([s[0], s[1], s[2], s[3]], x.dtype());
     if x.dtype() == DType::F64 {
         affine_of::<f64>(&nhwc_view(x), scale, shift, &nhwc_view(&out));
     } else {

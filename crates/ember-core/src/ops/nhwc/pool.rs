@@ -24,7 +24,7 @@ fn for_positions(count: usize, per_position: usize, f: impl Fn(usize) + Sync) {
 /// Max pooling of a channels-last `input [N, C, H, W]` over the windows of axes (H, W): values
 /// in the input's dtype and flat `h·W + w` indices, both channels-last. Ties and NaNs resolve
 /// as in the NCHW kernel (first maximum; a NaN wins).
-pub fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> (Tensor, Tensor) {
+pub(crate) fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> (Tensor, Tensor) {
     let (x, shape) = prepare(input, ah, aw);
     let out = uninit_channels_last(shape, x.dtype());
     let idx = uninit_channels_last(shape, DType::I64);
@@ -37,7 +37,7 @@ pub fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> (Tensor, Tensor) {
 }
 
 fn max_kernel<T: Element + Float>(x: &Tensor, ah: &Axis, aw: &Axis, out: &Tensor, idx: &Tensor) {
-    let [_, ih, iw, c] = x.shape().try_into().expect("4-d");
+    let [_, ih, iw, c]: [usize; 4] = x.shape().try_into().expect("4-d");
     let (oh, ow) = (ah.len(), aw.len());
     let (px, po, pi) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<T>()), Ptr(idx.data_ptr::<i64>()));
     for_positions(out.numel() / c, c * 4, |p| unsafe {
@@ -62,7 +62,7 @@ fn max_kernel<T: Element + Float>(x: &Tensor, ah: &Axis, aw: &Axis, out: &Tensor
 
 /// Average pooling of a channels-last `input` over the windows of axes (H, W), each window's sum
 /// divided as `divisor` says; the result is channels-last.
-pub fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> Tensor {
+pub(crate) fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> Tensor {
     let (x, shape) = prepare(input, ah, aw);
     let out = uninit_channels_last(shape, x.dtype());
     if x.dtype() == DType::F64 {
@@ -74,7 +74,7 @@ pub fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> Te
 }
 
 fn mean_kernel<T: Element + Float>(x: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor, out: &Tensor) {
-    let [_, ih, iw, c] = x.shape().try_into().expect("4-d");
+    let [_, ih, iw, c]: [usize; 4] = x.shape().try_into().expect("4-d");
     let (oh, ow) = (ah.len(), aw.len());
     let (px, po) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
     for_positions(out.numel() / c, c * 4, |p| unsafe {
