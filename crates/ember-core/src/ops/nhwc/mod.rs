@@ -85,3 +85,34 @@ fn is_native(dtype: DType) -> bool {
 pub fn norm_applies(x: &Tensor) -> bool {
     is_channels_last(x) && is_channels_last_contiguous(x) && is_native(x.dtype())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::conv::{conv, ConvPadding};
+
+    fn nhwc(shape: [usize; 4]) -> Tensor {
+        let [n, c, h, w] = shape;
+        let t = Tensor::from_vec((0..n * c * h * w).map(|v| (v % 7) as f32 - 3.0).collect(), &[n, h, w, c]).unwrap();
+        t.permute(&[0, 3, 1, 2]).unwrap()
+    }
+
+    #[test]
+    fn channels_last_is_decided_by_stride_order() {
+        assert!(is_channels_last(&nhwc([2, 3, 4, 5])));
+        assert!(is_channels_last(&nhwc([2, 1, 4, 5]))); // also contiguous, as PyTorch
+        assert!(!is_channels_last(&Tensor::zeros(&[2, 3, 4, 5], DType::F32)));
+        assert!(!is_channels_last(&Tensor::zeros(&[2, 3, 1, 1], DType::F32)));
+        assert!(is_channels_last_contiguous(&Tensor::zeros(&[2, 3, 1, 1], DType::F32)));
+    }
+
+    #[test]
+    fn nhwc_conv_matches_the_nchw_kernel() {
+        let x = nhwc([2, 4, 5, 6]);
+        let w = Tensor::from_vec((0..4 * 2 * 9).map(|v| (v % 5) as f32 - 2.0).collect(), &[4, 2, 3, 3]).unwrap();
+        let got = conv(&x, &w, None, &[2], ConvPadding::Explicit(&[1]), &[1], 2, 2).unwrap();
+        let want = conv(&x.contiguous(), &w, None, &[2], ConvPadding::Explicit(&[1]), &[1], 2, 2).unwrap();
+        assert!(is_channels_last(&got) && !is_channels_last(&want));
+        assert_eq!(got.contiguous().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    }
+}
