@@ -24,7 +24,7 @@ fn for_positions(count: usize, per_position: usize, f: impl Fn(usize) + Sync) {
 /// Max pooling of a channels-last `input [N, C, H, W]` over the windows of axes (H, W): values
 /// in the input's dtype and flat `h·W + w` indices, both channels-last. Ties and NaNs resolve
 /// as in the NCHW kernel (first maximum; a NaN wins).
-pub(crate) fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> (Tensor, Tensor) {
+pub(in crate::ops) fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> (Tensor, Tensor) {
     let (x, shape) = prepare(input, ah, aw);
     let out = uninit_channels_last(shape, x.dtype());
     let idx = uninit_channels_last(shape, DType::I64);
@@ -62,7 +62,7 @@ fn max_kernel<T: Element + Float>(x: &Tensor, ah: &Axis, aw: &Axis, out: &Tensor
 
 /// Average pooling of a channels-last `input` over the windows of axes (H, W), each window's sum
 /// divided as `divisor` says; the result is channels-last.
-pub(crate) fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> Tensor {
+pub(in crate::ops) fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> Tensor {
     let (x, shape) = prepare(input, ah, aw);
     let out = uninit_channels_last(shape, x.dtype());
     if x.dtype() == DType::F64 {
