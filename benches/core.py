@@ -210,6 +210,35 @@ def _conv_group():
     return Group("conv2d", "conv2d on ResNet-50's layer shapes, float32 NCHW", make_inputs, workloads)
 
 
+# The channels-last group: ResNet-50's 1x1 and 3x3 shapes at N=8.
+CHANNELS_LAST_CONVS = [c for c in RESNET50_CONVS if c[3] in (1, 3)]
+
+
+def _channels_last_group():
+    """The same convs with input and weight in channels-last memory (NHWC arrays seen as NCHW,
+    wrapped zero-copy, so both libraries get channels-last tensors), next to the NCHW runs."""
+    def make_inputs(rng):
+        arrays = {}
+        for name, cin, cout, k, _, size in CHANNELS_LAST_CONVS:
+            w = rng.standard_normal((cout, k, k, cin), dtype=np.float32) * 0.05
+            x = rng.standard_normal((8, size, size, cin), dtype=np.float32)
+            arrays[f"w {name} nhwc"], arrays[f"x {name} nhwc"] = w.transpose(0, 3, 1, 2), x.transpose(0, 3, 1, 2)
+            arrays[f"w {name} nchw"], arrays[f"x {name} nchw"] = (np.ascontiguousarray(a.transpose(0, 3, 1, 2)) for a in (w, x))
+        return arrays
+
+    workloads = []
+    for layout in ("nhwc", "nchw"):
+        for name, cin, cout, k, stride, size in CHANNELS_LAST_CONVS:
+            out = _conv_output(size, k, stride)
+
+            def op(lib, x, w, stride=stride, padding=k // 2):
+                return lib.functional.conv2d(x, w, stride=stride, padding=padding)
+
+            workloads.append(Workload(f"N=8 {layout.upper()} {name} {cin}->{cout} @{size}", "GFLOP/s",
+                                      2.0 * 8 * cout * out * out * cin * k * k, (f"x {name} {layout}", f"w {name} {layout}"), op))
+    return Group("channels_last", "conv2d at N=8 in channels-last (NHWC) memory and in NCHW, float32", make_inputs, workloads)
+
+
 def _overhead_group():
     def make_inputs(rng):
         return {"a": rng.standard_normal(4, dtype=np.float32), "b": rng.standard_normal(4, dtype=np.float32)}
@@ -280,7 +309,8 @@ def _linalg_group():
     return Group("linalg", "Linear algebra, float64 (ember.linalg on faer vs numpy.linalg and torch.linalg)", make_inputs, workloads)
 
 
-GROUPS = [_matmul_group(), _elementwise_group(), _reduction_group(), _conv_group(), _overhead_group(), _fft_group(), _linalg_group()]
+GROUPS = [_matmul_group(), _elementwise_group(), _reduction_group(), _conv_group(), _channels_last_group(), _overhead_group(),
+          _fft_group(), _linalg_group()]
 
 
 # ---- timing (parent process, all libraries side by side) ----

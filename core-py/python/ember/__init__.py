@@ -49,6 +49,7 @@ def _dtype_by_name(name):
 from ember._device import device  # noqa: E402
 from ember._size import Size  # noqa: E402
 from ember._creation import *  # noqa: E402,F401,F403
+from ember._memory_format import *  # noqa: E402,F401,F403
 from ember._ops import *  # noqa: E402,F401,F403
 from ember._shape import *  # noqa: E402,F401,F403
 from ember._index_api import *  # noqa: E402,F401,F403
@@ -118,4 +119,12 @@ __version__ = "0.1.0"
 from ember.nn._spatial import (  # noqa: E402,F401  (PyTorch's top-level aliases)
     adaptive_avg_pool1d, avg_pool1d, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
     conv_transpose3d, max_pool1d, max_pool2d, max_pool3d,
+)
+from ember import amp, cpu  # noqa: E402,F401
+from ember.amp import autocast  # noqa: E402,F401
+from ember.amp.autocast_mode import (  # noqa: E402,F401  (PyTorch's autocast state functions)
+    autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,
+    get_autocast_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
+    set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_dtype,
+    set_autocast_enabled,
 )

@@ -6,6 +6,7 @@ import numpy as np
 
 import ember
 from ember import _C
+from ember import _memory_format as _mf
 from ember._device import check_cpu
 
 __all__ = [
@@ -169,8 +170,10 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=Fa
     return _factory(lambda s, d: _C.full(s, 1, d), size, None, dtype, device, requires_grad)
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None):
-    return _factory(_C.empty, size, None, dtype, device, requires_grad)
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=_mf.contiguous_format):
+    make = lambda shape, dtype: _mf.empty_in(lambda s: _C.empty(s, dtype), shape, memory_format)  # noqa: E731
+    make.__name__ = "empty"
+    return _factory(make, size, None, dtype, device, requires_grad)
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -194,24 +197,24 @@ def _like(input, dtype):
     return tuple(input.shape), (_check_dtype(dtype) or input.dtype)
 
 
-def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=_mf.preserve_format):
     shape, d = _like(input, dtype)
-    return _finish(_C.zeros(shape, d), None, device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.zeros(s, d), shape, memory_format, input), None, device, requires_grad)
 
 
-def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=_mf.preserve_format):
     shape, d = _like(input, dtype)
-    return _finish(_C.full(shape, 1, d), None, device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.full(s, 1, d), shape, memory_format, input), None, device, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, d = _like(input, dtype)
-    return _finish(_C.full(shape, fill_value, d), None, device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.full(s, fill_value, d), shape, memory_format, input), None, device, requires_grad)
 
 
-def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=_mf.preserve_format):
     shape, d = _like(input, dtype)
-    return _finish(_C.empty(shape, d), None, device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.empty(s, d), shape, memory_format, input), None, device, requires_grad)
 
 
 def _number(x, name):

@@ -134,4 +134,4 @@ def is_floating_point(input):
 
 
 def clone(input, *, memory_format=None):
-    return input.clone()
+    return input.clone() if memory_format is None else input.clone(memory_format=memory_format)

@@ -7,6 +7,7 @@ import numpy as np
 
 import ember
 from ember import _C, _indexing, _ops
+from ember import _memory_format as _mf
 from ember._tensor_str import tensor_repr
 from ember.nn import functional as _functional
 
@@ -80,8 +81,9 @@ def _index(self):
 
 # ---- conversion ----
 
-def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None):
-    """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)`."""
+def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=_mf.preserve_format):
+    """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)`; `memory_format` lays
+    the result out as PyTorch does (the tensor itself when nothing changes)."""
     for a in args:
         if isinstance(a, _C.dtype):
             dtype = a
@@ -92,11 +94,17 @@ def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, me
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
     ember._device.check_cpu(device)
+    fmt = _mf.check(memory_format, "to")
+    if fmt is not _mf.preserve_format and fmt is not _mf.suggest(self):
+        return _mf.restride(self if dtype is None else self._to_dtype(dtype), fmt)
     out = self if dtype is None or dtype == self.dtype else self._to_dtype(dtype)
     return out.clone() if copy and out is self else out
 
 
 _method("to", _to)
+_method("contiguous", _mf.contiguous)
+_method("is_contiguous", _mf.is_contiguous)
+_method("clone", _mf.clone)
 _method("type", lambda self, dtype=None: f"ember.{self.dtype.name}" if dtype is None else self._to_dtype(dtype))
 _method("type_as", lambda self, other: self._to_dtype(other.dtype))
 _method("cpu", lambda self: self)

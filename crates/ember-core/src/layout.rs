@@ -117,8 +117,10 @@ impl Layout {
     /// For a permuted-but-dense layout (a transpose of a contiguous tensor, say), the dims from
     /// outermost to innermost in memory; `None` when contiguous already or not dense (gaps,
     /// overlaps, negative or broadcast strides).
+    /// A layout that is contiguous only because its size-1 dims' strides do not count (PyTorch's
+    /// channels-last `[N, 1, H, W]`) still has an order, which results keep as PyTorch's do.
     pub fn dense_order(&self) -> Option<Vec<usize>> {
-        if self.is_contiguous() || self.strides.iter().any(|&s| s <= 0) {
+        if self.strides == contiguous_strides(&self.shape) || self.strides.iter().any(|&s| s <= 0) {
             return None;
         }
         let mut order: Vec<usize> = (0..self.ndim()).collect();

@@ -264,6 +264,9 @@ struct Operands {
     batch: usize,
     groups: usize,
     unbatched: bool,
+    /// A 2-d conv whose input (or weight) is channels-last: `input` is channels-last and the
+    /// NHWC kernel runs.
+    channels_last: bool,
     /// The caller's dtype, restored on the result.
     dtype: DType,
 }
@@ -361,10 +364,15 @@ fn prepare(op: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, gro
         bail!(Runtime, "{prefix} of size {:?}, expected bias to be 1-dimensional with {out_channels} elements, but got bias of size {:?} instead", weight.shape(), b.shape());
     }
     let c = compute_dtype(input.dtype());
+    // PyTorch's rule: a channels-last input or weight gives a channels-last conv.
+    let channels_last = !transposed && dims == 2 && (super::nhwc::is_channels_last(&input) || super::nhwc::is_channels_last(weight));
+    // The NHWC kernel reads the weight in any layout.
+    let (x, w) = (input.to_dtype(c), weight.to_dtype(c));
     Ok(Operands {
         batch: input.shape()[0],
-        input: input.to_dtype(c).contiguous(),
-        weight: weight.to_dtype(c).contiguous(),
+        input: if channels_last { super::nhwc::to_channels_last(&x) } else { x.contiguous() },
+        weight: if channels_last { w } else { w.contiguous() },
+        channels_last,
         bias: bias.map(|b| b.to_dtype(c).contiguous()),
         groups: g,
         unbatched,
@@ -426,6 +434,11 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
         pad: to3(&pad_lo, 0),
         dilation: to3(&dilation, 1),
     };
+    if ops.channels_last {
+        let two = |v: [usize; 3]| [v[1], v[2]];
+        let g = super::nhwc::Geom2 { input: two(geom.input), output: two(geom.output), kernel: two(geom.kernel), stride: two(geom.stride), pad: two(geom.pad), dilation: two(geom.dilation) };
+        return finish(&ops, super::nhwc::conv2d(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &g));
+    }
     let out_channels = ops.weight.shape()[0];
     let mut shape = vec![ops.batch, out_channels];
     shape.extend(&output);

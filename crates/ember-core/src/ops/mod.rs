@@ -19,6 +19,7 @@ pub mod loss;
 pub mod map;
 pub mod math;
 pub mod matmul;
+pub mod nhwc;
 pub mod nn;
 pub mod pad;
 pub mod pool;

@@ -445,6 +445,12 @@ impl Running<'_> {
     }
 }
 
+/// Per-channel mean and biased variance of a contiguous `[N, C, *]` input.
+fn batch_moments(x: &Tensor, n: usize, c: usize) -> (Vec<f64>, Vec<f64>) {
+    let (m, v) = row_moments(x, n * c);
+    combine_over_batch(&m, &v, n, c)
+}
+
 /// Per-channel mean and biased variance from per-(n, c) row statistics of equal counts.
 fn combine_over_batch(mean: &[f64], var: &[f64], n: usize, c: usize) -> (Vec<f64>, Vec<f64>) {
     (0..c)
@@ -487,11 +493,11 @@ fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tenso
     if x.numel() == 0 {
         return Ok(Tensor::uninit(x.shape(), x.dtype()));
     }
-    let xc = x.contiguous();
+    let nhwc = super::nhwc::norm_applies(x);
+    let xc = if nhwc { x.clone() } else { x.contiguous() };
     let (mean, var) = match (&running, training) {
         (_, true) => {
-            let (m, v) = row_moments(&xc, n * c);
-            let (m, v) = combine_over_batch(&m, &v, n, c);
+            let (m, v) = if nhwc { super::nhwc::channel_moments(x) } else { batch_moments(&xc, n, c) };
             if let Some(r) = &running {
                 r.update(&m, &v, n * s, momentum)?;
             }
@@ -501,6 +507,9 @@ fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tenso
         (None, false) => bail!(Runtime, "batch_norm: running_mean and running_var must be given when training=False"),
     };
     let (scale, shift) = scale_shift(&mean, &var, eps, &w, &b, |ch| ch);
+    if nhwc {
+        return Ok(super::nhwc::channel_affine(x, &scale, &shift));
+    }
     let per_row = |v: &[f64]| (0..n * c).map(|r| v[r % c]).collect::<Vec<_>>();
     Ok(affine(&xc, &per_row(&scale), &per_row(&shift)))
 }

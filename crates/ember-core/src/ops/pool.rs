@@ -12,11 +12,11 @@ use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
 
 /// The input positions each output position of one spatial dim reads.
-struct Axis {
+pub(super) struct Axis {
     /// `taps[o]`: the in-bounds input positions of output `o`'s window.
-    taps: Vec<Vec<usize>>,
+    pub(super) taps: Vec<Vec<usize>>,
     /// `padded[o]`: the window's size counting padding (the `count_include_pad` divisor).
-    padded: Vec<usize>,
+    pub(super) padded: Vec<usize>,
 }
 
 impl Axis {
@@ -44,7 +44,7 @@ impl Axis {
         Axis { taps, padded }
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.taps.len()
     }
 }
@@ -264,7 +264,7 @@ fn max_2x2<T: Element + num_traits::Float>(input: &Tensor, planes: usize, oh: us
 
 /// How an average pool divides each window's sum.
 #[derive(Clone, Copy)]
-enum Divisor {
+pub(super) enum Divisor {
     /// By the in-bounds taps.
     Taps,
     /// By the window clipped to the padded input (`count_include_pad=True`).
@@ -318,6 +318,9 @@ fn as_planes3(input: &Tensor, planes: usize, spatial: &[usize]) -> Result<Tensor
 }
 
 fn run_max(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], dims: usize) -> Result<(Tensor, Tensor)> {
+    if dims == 2 && super::nhwc::is_channels_last(input) {
+        return Ok(super::nhwc::max_pool2d(input, &axes[1], &axes[2]));
+    }
     let x = as_planes3(input, planes, spatial)?;
     let shape = output_shape(input, dims, &axes);
     let out = Tensor::uninit(&shape, x.dtype());
@@ -331,6 +334,9 @@ fn run_max(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], di
 }
 
 fn run_mean(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], dims: usize, divisor: Divisor) -> Result<Tensor> {
+    if dims == 2 && super::nhwc::is_channels_last(input) {
+        return Ok(super::nhwc::mean_pool2d(input, &axes[1], &axes[2], divisor));
+    }
     let x = as_planes3(input, planes, spatial)?;
     let out = Tensor::uninit(&output_shape(input, dims, &axes), x.dtype());
     if x.dtype() == DType::F64 {

@@ -248,20 +248,27 @@ fn interpolate_kernel(input: &Tensor, size: &[usize], scales: &[Option<f64>], mo
     if antialias && !matches!(mode, Mode::Linear | Mode::Cubic) {
         bail!(Value, "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as input");
     }
-    let x = input.to_dtype(compute_dtype(input.dtype())).contiguous();
+    // Channels-last input: the passes run over its [N, H, W, C] memory (spatial dims 1 and 2),
+    // and the result is channels-last too.
+    let nhwc = dims == 2 && super::nhwc::is_channels_last(input);
+    let x = input.to_dtype(compute_dtype(input.dtype()));
+    let (x, first) = if nhwc { (x.permute(&[0, 2, 3, 1])?.contiguous(), 1) } else { (x.contiguous(), 2) };
     let out = if x.dtype() == DType::F64 {
-        resize_all::<f64>(&x, size, scales, mode, align_corners, antialias)
+        resize_all::<f64>(&x, first, size, scales, mode, align_corners, antialias)
     } else {
-        resize_all::<f32>(&x, size, scales, mode, align_corners, antialias)
+        resize_all::<f32>(&x, first, size, scales, mode, align_corners, antialias)
     };
+    let out = if nhwc { out.permute(&[0, 3, 1, 2])? } else { out };
     Ok(out.to_dtype(input.dtype()))
 }
 
-fn resize_all<T: Element + Float>(x: &Tensor, size: &[usize], scales: &[Option<f64>], mode: Mode, align_corners: bool, antialias: bool) -> Tensor {
+/// Resizes the spatial dims `first..first + size.len()` of a contiguous `x`.
+#[allow(clippy::too_many_arguments)]
+fn resize_all<T: Element + Float>(x: &Tensor, first: usize, size: &[usize], scales: &[Option<f64>], mode: Mode, align_corners: bool, antialias: bool) -> Tensor {
     let mut shape = x.shape().to_vec();
     let mut cur = x.clone();
-    for d in (2..shape.len()).rev() {
-        let (n_in, n_out, scale) = (shape[d], size[d - 2], scales[d - 2]);
+    for d in (first..first + size.len()).rev() {
+        let (n_in, n_out, scale) = (shape[d], size[d - first], scales[d - first]);
         let taps = match mode {
             Mode::Nearest => nearest_taps(n_in, n_out, scale, false),
             Mode::NearestExact => nearest_taps(n_in, n_out, scale, true),

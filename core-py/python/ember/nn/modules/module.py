@@ -400,7 +400,9 @@ class Module:
                 continue
             grad = param.grad
             with ember.no_grad():
-                param.data = fn(param)
+                new = fn(param)
+                if new is not param:  # an unchanged tensor keeps its data
+                    param.data = new
                 if grad is not None:
                     param.grad = fn(grad)
         for key, buf in self._buffers.items():
@@ -417,14 +419,21 @@ class Module:
 
     def to(self, *args, **kwargs):
         """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(tensor)`: floating-point
-        parameters and buffers are cast; integer ones (counters, indices) are left alone."""
-        device, dtype = _parse_to(*args, **kwargs)
+        parameters and buffers are cast; integer ones (counters, indices) are left alone.
+        `memory_format=` relays out every 4-d and 5-d parameter and buffer, as PyTorch does."""
+        device, dtype, memory_format = _parse_to(*args, **kwargs)
         ember._device.check_cpu(device)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
-        if dtype is None:
+        if dtype is None and memory_format is None:
             return self
-        return self._apply(lambda t: t._to_dtype(dtype) if t.is_floating_point() and t.dtype != dtype else t)
+
+        def convert(t):
+            if dtype is not None and t.is_floating_point() and t.dtype != dtype:
+                t = t._to_dtype(dtype)
+            return t.to(memory_format=memory_format) if memory_format is not None and t.ndim in (4, 5) else t
+
+        return self._apply(convert)
 
     def _cast_floats(self, dtype):
         return self._apply(lambda t: t._to_dtype(dtype) if t.is_floating_point() and t.dtype != dtype else t)
@@ -744,7 +753,7 @@ def _parse_to(*args, **kwargs):
     """(device, dtype) from `to`'s argument forms."""
     device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    memory_format = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() received an invalid combination of arguments: unexpected keyword '{next(iter(kwargs))}'")
     for a in args:
@@ -758,5 +767,5 @@ def _parse_to(*args, **kwargs):
             continue  # non_blocking given positionally
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
-    return device, dtype
+    return device, dtype, memory_format
 
