@@ -304,7 +304,7 @@ class StreamReader:
         if not self._outputs:
             raise RuntimeError("no output stream: call add_audio_stream() or add_video_stream() first")
         while True:
-            while not self.is_buffer_ready():
+            while not self._chunks_to_yield():
                 if self.process_packet(timeout, backoff):
                     break
             if self._eof:
@@ -315,6 +315,13 @@ class StreamReader:
             if all(chunk is None for chunk in chunks):
                 return
             yield chunks
+
+    def _chunks_to_yield(self):
+        """Every output has a chunk, or has ended: FFmpeg's outputs run in threads of their own,
+        so one can end while another still has chunks to come (TorchAudio's outputs end together)."""
+        ended = [self._process is not None and self._process.has_ended(i) for i in range(len(self._outputs))]
+        ready = [out.buffer.is_ready() for out in self._outputs]
+        return any(ready) and all(r or e for r, e in zip(ready, ended))
 
     def _learn_frame_shape(self, i):
         """Set output i's frame shape from what FFmpeg negotiated; False if FFmpeg never said."""
