@@ -262,7 +262,7 @@ pub(crate) fn with_scratch<R>(
     scratch.history.reset(frames + 2, options.beam_size);
     scratch.prev.clear();
     scratch.next.clear();
-    let result = search(&mut *scratch);
+    let result = search(&mut scratch);
     if scratch.bytes() <= RETAINED_SCRATCH_BYTES {
         SCRATCH.with(|slot| slot.set(Some(scratch)));
     }
