@@ -6,7 +6,8 @@ the same computation in torch ops.
 
 Throughput: a generated 10-minute stereo 44.1 kHz file (FLAC, then MP3) decoded to float32 chunks
 of 1 s by `emberaudio.io.StreamReader`, against the limit: the FFmpeg CLI (the same binary)
-decoding the same file to raw float32 into /dev/null. Best of REPEATS runs each.
+decoding the same file to raw float32 into /dev/null. Best of STREAM_REPEATS runs each, the two
+alternating (ember, CLI, ember, ...) so that both see the same state of a shared machine.
 Memory: peak RSS of a fresh child process (and, separately, of its FFmpeg) streaming a 1-minute
 and a 60-minute FLAC file through StreamReader; streaming memory must not grow with the length.
 
@@ -53,6 +54,7 @@ from emberaudio import _ffmpeg  # noqa: E402
 from emberaudio.io import StreamReader  # noqa: E402
 
 REPEATS = 3
+STREAM_REPEATS = 7
 SAMPLE_RATE = 44100
 
 
@@ -76,13 +78,15 @@ def ffmpeg_cli(path):
                    check=True)
 
 
-def best_seconds(run, path):
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        run(path)
-        times.append(time.perf_counter() - start)
-    return min(times)
+def best_seconds_interleaved(runs, path):
+    """Best time of each of `runs` over STREAM_REPEATS rounds, each round running all of them once."""
+    times = [[] for _ in runs]
+    for _ in range(STREAM_REPEATS):
+        for run, taken in zip(runs, times):
+            start = time.perf_counter()
+            run(path)
+            taken.append(time.perf_counter() - start)
+    return [min(taken) for taken in times]
 
 
 def peak_rss_in_child(path):
@@ -101,12 +105,12 @@ def rss_child_main(path):
 
 def stream_reader_section():
     folder = pathlib.Path(tempfile.mkdtemp(prefix="emberaudio-bench-"))
-    print(f"FFmpeg {_ffmpeg.executable()}, {os.cpu_count()} cores; best of {REPEATS} runs\n")
+    print(f"FFmpeg {_ffmpeg.executable()}, {os.cpu_count()} cores; best of {STREAM_REPEATS} runs each, alternating\n")
     print("| workload | emberaudio StreamReader | FFmpeg CLI to /dev/null | ratio (CLI time / ember time) |")
     print("|---|---|---|---|")
     for ext in ("flac", "mp3"):
         path = make_file(folder, 10, ext)
-        ember_s, cli_s = best_seconds(stream_all, path), best_seconds(ffmpeg_cli, path)
+        ember_s, cli_s = best_seconds_interleaved((stream_all, ffmpeg_cli), path)
         audio_s = 600
         print(f"| 10 min stereo 44.1 kHz {ext} -> float32 chunks of 1 s | {ember_s:.2f} s ({audio_s / ember_s:.0f}x real time) "
               f"| {cli_s:.2f} s ({audio_s / cli_s:.0f}x) | {cli_s / ember_s:.2f}x |")

@@ -49,6 +49,21 @@ def test_chunks_equal_ffmpeg_decode(media_file):
     np.testing.assert_array_equal(joined(chunks), expected)
 
 
+@pytest.mark.parametrize("media_file", ["wav", "mp3"], indirect=True)
+@pytest.mark.parametrize("fmt, dtype, raw", [("fltp", "float32", "f32le"), ("s16p", "int16", "s16le")])
+def test_chunk_sized_ffmpeg_frames_keep_every_sample(media_file, fmt, dtype, raw):
+    # chunks of 5000 frames: FFmpeg regroups its frames into chunk-sized ones, and converts to
+    # the packed format directly; neither may change a sample or the chunk boundaries
+    expected = reference_decode(media_file, fmt=raw, dtype=dtype, channels=2, src_format=("-ss", "0.5"))
+    reader = StreamReader(media_file)
+    reader.add_basic_audio_stream(frames_per_chunk=5000, format=fmt)
+    reader.seek(0.5)
+    chunks = chunks_of(reader)
+    assert [c.shape[0] for c in chunks[:-1]] == [5000] * (len(chunks) - 1) and 0 < chunks[-1].shape[0] <= 5000
+    np.testing.assert_array_equal(joined(chunks), expected)
+    assert reader.get_out_stream_info(0).filter_description == f"aformat=sample_fmts={fmt}"
+
+
 @pytest.mark.parametrize("fmt, dtype, raw", [("u8", "uint8", "u8"), ("s16", "int16", "s16le"), ("s32p", "int32", "s32le"),
                                              ("flt", "float32", "f32le"), ("dbl", "float64", "f64le")])
 def test_sample_format_sets_dtype(media, fmt, dtype, raw):

@@ -99,6 +99,12 @@ class ChunkBuffer:
             self._num_frames -= len(piece)
         return taken[0] if len(taken) == 1 else np.concatenate(taken)
 
+    def is_full(self):
+        """Holding as many frames as `buffer_chunk_size` chunks: one more frame drops the oldest."""
+        if self.frames_per_chunk < 0 or self.buffer_chunk_size < 0 or self.frame_shape is None:
+            return False
+        return self._num_frames + self._frames_in_filling() >= self.frames_per_chunk * self.buffer_chunk_size
+
     def is_ready(self):
         buffered = self._num_frames + self._frames_in_filling()
         return buffered > 0 if self.frames_per_chunk < 0 else buffered >= self.frames_per_chunk

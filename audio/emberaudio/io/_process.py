@@ -4,17 +4,23 @@ Reading is pulled by the caller (`read_some`), so FFmpeg runs only as far ahead 
 hold: memory stays flat however long the source is. `poll` waits on every pipe at once, so a
 full pipe that FFmpeg is blocked on is always read (no deadlock between outputs).
 """
+import array
 import collections
 import fcntl
+import mmap
 import os
 import select
 import subprocess
+import termios
 import threading
+import time
 
 from .. import _ffmpeg
 
 _PIPE_BYTES = 1 << 20  # bigger pipes: fewer wake-ups per decoded second
 _F_SETPIPE_SZ = 1031
+_F_GETPIPE_SZ = 1032
+_HOLD_RECHECK_SECONDS = 0.01  # how often a held pipe's fill is checked
 
 
 class DecodeProcess:
@@ -83,17 +89,16 @@ class DecodeProcess:
             self._header_seen.wait_for(lambda: index in self._geometry or self._stderr_done)
         return self._geometry.get(index)
 
+    def has_ended(self, index):
+        """Whether FFmpeg has finished writing output `index`."""
+        return index not in self._readers.values()
+
     def read_some(self, timeout, learn_frame_shape):
         """Read what is ready on the pipes into the buffers. True once every pipe has ended."""
         if not self._readers:
             return True
-        poller = select.poll()
-        for fd in self._readers:
-            poller.register(fd, select.POLLIN)
-        ready = poller.poll(None if timeout is None else timeout * 1000)
-        if not ready:
-            raise TimeoutError(f"no data from FFmpeg for {self.src_name!r} within timeout={timeout} seconds")
-        for fd, _ in ready:
+        ready = self._wait_for_pipes(timeout)
+        for fd in ready:
             index = self._readers[fd]
             if self.buffers[index].frame_shape is None and not learn_frame_shape(index):
                 self._end_pipe(fd, expect_empty=True)
@@ -104,6 +109,39 @@ class DecodeProcess:
             return False
         self._finish()
         return True
+
+    def _wait_for_pipes(self, timeout):
+        """The pipes with data. A pipe whose buffer is full is held while another output has no
+        chunk yet: FFmpeg runs its outputs in threads of their own, so one can be frames ahead of
+        another, and reading it now would overflow its buffer (TorchAudio decodes every output
+        in step). A held pipe is read anyway once it is nearly full, as FFmpeg may then be
+        blocked writing it and unable to produce the other outputs."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            held = self._held_pipes()
+            poller = select.poll()
+            for fd in self._readers:
+                if fd not in held:
+                    poller.register(fd, select.POLLIN)
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if held:
+                wait = _HOLD_RECHECK_SECONDS if wait is None else min(wait, _HOLD_RECHECK_SECONDS)
+            ready = [fd for fd, _ in poller.poll(None if wait is None else wait * 1000)]
+            if ready:
+                return ready
+            blocking = [fd for fd in held if _nearly_full(fd)]
+            if blocking:
+                return blocking
+            if deadline is not None and time.monotonic() >= deadline:
+                if held:
+                    return sorted(held)  # data is there: an overflow beats a timeout
+                raise TimeoutError(f"no data from FFmpeg for {self.src_name!r} within timeout={timeout} seconds")
+
+    def _held_pipes(self):
+        waiting = any(not self.buffers[index].is_ready() for index in self._readers.values())
+        if not waiting:
+            return set()
+        return {fd for fd, index in self._readers.items() if self.buffers[index].is_full()}
 
     def _end_pipe(self, fd, expect_empty=False):
         index = self._readers.pop(fd)
@@ -134,6 +172,13 @@ class DecodeProcess:
         for thread in self._threads:
             thread.join(timeout)
         self.proc.stderr.close()
+
+
+def _nearly_full(fd):
+    """Whether a writer may be blocked on pipe `fd`: less than two pages of it are free."""
+    unread = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, unread)
+    return unread[0] >= fcntl.fcntl(fd, _F_GETPIPE_SZ) - 2 * mmap.PAGESIZE
 
 
 def _grow_pipe(fd):

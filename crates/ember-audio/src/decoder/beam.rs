@@ -1,7 +1,7 @@
 //! The beam bookkeeping both decoders share: hypotheses, candidate collection with the running
 //! threshold, merging of equal states, and pruning to the beam.
 
-use super::lm_cache::LmStateId;
+use super::lm_cache::{EdgeMap, LmStateId};
 use crate::trie::NodeId;
 use rustc_hash::FxHashMap;
 use std::collections::hash_map::Entry;
@@ -48,15 +48,24 @@ pub(crate) struct Candidates {
     member_scores: Vec<f64>,
 }
 
-impl Candidates {
-    pub fn new(threshold: f64) -> Self {
+impl Default for Candidates {
+    fn default() -> Self {
         Candidates {
             best: f64::NEG_INFINITY,
             items: Vec::new(),
-            threshold,
+            threshold: 0.0,
             slots: FxHashMap::default(),
             member_scores: Vec::new(),
         }
+    }
+}
+
+impl Candidates {
+    /// Heap bytes held (approximately, for the map).
+    fn bytes(&self) -> usize {
+        self.items.capacity() * std::mem::size_of::<Hyp>()
+            + self.slots.capacity() * (std::mem::size_of::<(u128, u32)>() + 1)
+            + self.member_scores.capacity() * std::mem::size_of::<f64>()
     }
 
     pub fn reset(&mut self) {
@@ -148,21 +157,114 @@ pub(crate) fn top_tokens(frame: &[f32], k: usize, order: &mut Vec<usize>) {
     }
 }
 
-/// Walk back from `final_index` in the last frame; returns (tokens, words), one per frame
-/// including the initial and final pseudo-frames.
-pub(crate) fn backtrack(frames: &[Vec<Hyp>], final_index: usize) -> (Vec<i32>, Vec<i32>) {
-    let n = frames.len();
-    let mut tokens = vec![-1; n];
-    let mut words = vec![-1; n];
-    let mut index = final_index as u32;
-    for f in (0..n).rev() {
-        if index == NO_PARENT {
-            break;
-        }
-        let hyp = &frames[f][index as usize];
-        tokens[f] = hyp.token;
-        words[f] = hyp.word;
-        index = hyp.parent;
+/// What backtracking needs of one hypothesis: 12 bytes instead of a whole `Hyp`.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    parent: u32,
+    token: i32,
+    word: i32,
+}
+
+/// Every frame's hypotheses, reduced to their `Step`s, in one flat buffer: only the current
+/// and the previous frame need whole hypotheses, so the search keeps just those two.
+#[derive(Default)]
+pub(crate) struct History {
+    steps: Vec<Step>,
+    /// Where each frame's steps start in `steps`.
+    starts: Vec<usize>,
+}
+
+impl History {
+    /// Empty, with room for `frames` frames of `beam_size` hypotheses (one allocation per
+    /// search instead of a growing one per frame; capped so a huge beam reserves no more than
+    /// the search can fill).
+    fn reset(&mut self, frames: usize, beam_size: usize) {
+        self.steps.clear();
+        self.starts.clear();
+        self.starts.reserve(frames);
+        self.steps
+            .reserve(frames.saturating_mul(beam_size.min(MAX_RESERVED_BEAM)));
     }
-    (tokens, words)
+
+    pub fn push_frame(&mut self, hyps: &[Hyp]) {
+        self.starts.push(self.steps.len());
+        self.steps.extend(hyps.iter().map(|h| Step {
+            parent: h.parent,
+            token: h.token,
+            word: h.word,
+        }));
+    }
+
+    /// Walk back from `final_index` in the last frame; returns (tokens, words), one per
+    /// frame including the initial and final pseudo-frames.
+    pub fn backtrack(&self, final_index: usize) -> (Vec<i32>, Vec<i32>) {
+        let n = self.starts.len();
+        let mut tokens = vec![-1; n];
+        let mut words = vec![-1; n];
+        let mut index = final_index as u32;
+        for f in (0..n).rev() {
+            if index == NO_PARENT {
+                break;
+            }
+            let step = self.steps[self.starts[f] + index as usize];
+            tokens[f] = step.token;
+            words[f] = step.word;
+            index = step.parent;
+        }
+        (tokens, words)
+    }
+}
+
+/// Beams wider than this reserve history as they go (a beam is rarely full at that width).
+const MAX_RESERVED_BEAM: usize = 1024;
+
+/// Working buffers of one search, kept by each thread between utterances: decoding a stream of
+/// utterances then reuses the same memory instead of growing fresh buffers every time.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub candidates: Candidates,
+    pub history: History,
+    /// The previous frame's hypotheses and the current frame's.
+    pub prev: Vec<Hyp>,
+    pub next: Vec<Hyp>,
+    pub order: Vec<usize>,
+    /// The LM cache's edge map (its states depend on the model type, so they stay per search).
+    pub lm_edges: EdgeMap,
+}
+
+/// Above this, a thread gives its buffers back after the search (one long utterance should not
+/// pin its memory for the life of the thread).
+const RETAINED_SCRATCH_BYTES: usize = 16 << 20;
+
+impl Scratch {
+    fn bytes(&self) -> usize {
+        self.candidates.bytes()
+            + self.history.steps.capacity() * std::mem::size_of::<Step>()
+            + (self.prev.capacity() + self.next.capacity()) * std::mem::size_of::<Hyp>()
+            + self.lm_edges.capacity() * (std::mem::size_of::<(u64, (LmStateId, f32))>() + 1)
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Box<Scratch>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run a search of `frames` frames with this thread's buffers (fresh ones when a search is
+/// already using them, e.g. a Python LM that decodes from inside a decode).
+pub(crate) fn with_scratch<R>(
+    options: &super::BeamOptions,
+    frames: usize,
+    search: impl FnOnce(&mut Scratch) -> R,
+) -> R {
+    let mut scratch = SCRATCH.with(|slot| slot.take()).unwrap_or_default();
+    scratch.candidates.threshold = options.beam_threshold;
+    scratch.candidates.reset();
+    scratch.history.reset(frames + 2, options.beam_size);
+    scratch.prev.clear();
+    scratch.next.clear();
+    let result = search(&mut scratch);
+    if scratch.bytes() <= RETAINED_SCRATCH_BYTES {
+        SCRATCH.with(|slot| slot.set(Some(scratch)));
+    }
+    result
 }

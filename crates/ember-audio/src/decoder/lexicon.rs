@@ -27,7 +27,6 @@ pub struct LexiconDecoder<'a, L: LanguageModel> {
 struct Search<'d, 'a, L: LanguageModel> {
     d: &'d LexiconDecoder<'a, L>,
     lm: LmCache<'a, L>,
-    candidates: Candidates,
 }
 
 impl<'a, L: LanguageModel> LexiconDecoder<'a, L> {
@@ -38,25 +37,25 @@ impl<'a, L: LanguageModel> LexiconDecoder<'a, L> {
             emissions.len() >= frames * num_tokens,
             "emissions shorter than frames * tokens"
         );
-        let mut search = Search {
-            d: self,
-            lm: LmCache::new(self.lm),
-            candidates: Candidates::new(self.options.beam_threshold),
-        };
-        let mut hyps: Vec<Vec<Hyp>> = Vec::with_capacity(frames + 2);
-        hyps.push(vec![initial_hyp(self.silence)]);
-        let mut order = Vec::with_capacity(num_tokens);
-        for t in 0..frames {
-            let frame = &emissions[t * num_tokens..(t + 1) * num_tokens];
-            top_tokens(frame, self.options.beam_size_token, &mut order);
-            let mut next = Vec::new();
-            search.step(&hyps[t], frame, &order, &mut next);
-            hyps.push(next);
-        }
-        let mut last = Vec::new();
-        search.finish(&hyps[frames], &mut last);
-        hyps.push(last);
-        super::collect_results(&hyps)
+        super::beam::with_scratch(&self.options, frames, |s| {
+            let mut search = Search {
+                d: self,
+                lm: LmCache::new(self.lm, std::mem::take(&mut s.lm_edges)),
+            };
+            s.prev.push(initial_hyp(self.silence));
+            s.history.push_frame(&s.prev);
+            for t in 0..frames {
+                let frame = &emissions[t * num_tokens..(t + 1) * num_tokens];
+                top_tokens(frame, self.options.beam_size_token, &mut s.order);
+                search.step(&mut s.candidates, &s.prev, frame, &s.order, &mut s.next);
+                s.history.push_frame(&s.next);
+                std::mem::swap(&mut s.prev, &mut s.next);
+            }
+            search.finish(&mut s.candidates, &s.prev, &mut s.next);
+            s.history.push_frame(&s.next);
+            s.lm_edges = search.lm.into_edges();
+            super::collect_results(&s.history, &s.next)
+        })
     }
 }
 
@@ -75,19 +74,33 @@ fn initial_hyp(silence: usize) -> Hyp {
 }
 
 impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
-    fn step(&mut self, prev_hyps: &[Hyp], frame: &[f32], order: &[usize], out: &mut Vec<Hyp>) {
-        self.candidates.reset();
+    fn step(
+        &mut self,
+        candidates: &mut Candidates,
+        prev_hyps: &[Hyp],
+        frame: &[f32],
+        order: &[usize],
+        out: &mut Vec<Hyp>,
+    ) {
+        candidates.reset();
         for (index, prev) in prev_hyps.iter().enumerate() {
-            self.propose_children(index as u32, prev, frame, order);
-            self.propose_repeat(index as u32, prev, frame);
-            self.propose_blank(index as u32, prev, frame);
+            self.propose_children(candidates, index as u32, prev, frame, order);
+            self.propose_repeat(candidates, index as u32, prev, frame);
+            self.propose_blank(candidates, index as u32, prev, frame);
         }
         let o = &self.d.options;
-        self.candidates.store(out, o.beam_size, o.log_add, false);
+        candidates.store(out, o.beam_size, o.log_add, false);
     }
 
     /// (1) Extend by every allowed token that has a child in the trie.
-    fn propose_children(&mut self, parent: u32, prev: &Hyp, frame: &[f32], order: &[usize]) {
+    fn propose_children(
+        &mut self,
+        candidates: &mut Candidates,
+        parent: u32,
+        prev: &Hyp,
+        frame: &[f32],
+        order: &[usize],
+    ) {
         let d = self.d;
         let o = &d.options;
         let prev_node = d.trie.node(prev.lex);
@@ -117,7 +130,7 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
             // A new token (CTC: not a repeat of the last one unless a blank separated them).
             if (prev.prev_blank || n as i32 != prev.token) && child.has_children() {
                 let lm = (child.max_score - lex_max) as f64;
-                self.candidates.add(Hyp {
+                candidates.add(Hyp {
                     score: score + o.lm_weight * lm,
                     lm_score: prev.lm_score + lm,
                     ..base
@@ -129,19 +142,27 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
                 if at_root && prev.token == n as i32 {
                     continue;
                 }
-                self.propose_word(base, prev, label, lex_max, o.word_score);
+                self.propose_word(candidates, base, prev, label, lex_max, o.word_score);
             }
             if child.labels.is_empty() && o.unk_score > f64::NEG_INFINITY {
-                self.propose_word(base, prev, d.unk_word, lex_max, o.unk_score);
+                self.propose_word(candidates, base, prev, d.unk_word, lex_max, o.unk_score);
             }
         }
     }
 
     /// A word completed by `base`'s token: LM score minus the look-ahead already counted.
-    fn propose_word(&mut self, base: Hyp, prev: &Hyp, word: usize, lex_max: f32, bonus: f64) {
+    fn propose_word(
+        &mut self,
+        candidates: &mut Candidates,
+        base: Hyp,
+        prev: &Hyp,
+        word: usize,
+        lex_max: f32,
+        bonus: f64,
+    ) {
         let (lm_state, raw) = self.lm.score(prev.lm_state, word);
         let lm = (raw - lex_max) as f64;
-        self.candidates.add(Hyp {
+        candidates.add(Hyp {
             score: base.score + self.d.options.lm_weight * lm + bonus,
             lm_state,
             lex: ROOT,
@@ -152,7 +173,7 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
     }
 
     /// (2) Stay on the same trie node by repeating the last token (silence at the root).
-    fn propose_repeat(&mut self, parent: u32, prev: &Hyp, frame: &[f32]) {
+    fn propose_repeat(&self, candidates: &mut Candidates, parent: u32, prev: &Hyp, frame: &[f32]) {
         let d = self.d;
         let at_root = prev.lex == ROOT;
         if prev.prev_blank && !at_root {
@@ -168,7 +189,7 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
         if n == d.silence {
             score += d.options.sil_score;
         }
-        self.candidates.add(Hyp {
+        candidates.add(Hyp {
             score,
             parent,
             token: n as i32,
@@ -180,10 +201,10 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
     }
 
     /// (3) Emit blank.
-    fn propose_blank(&mut self, parent: u32, prev: &Hyp, frame: &[f32]) {
+    fn propose_blank(&self, candidates: &mut Candidates, parent: u32, prev: &Hyp, frame: &[f32]) {
         let n = self.d.blank;
         let am = frame[n] as f64;
-        self.candidates.add(Hyp {
+        candidates.add(Hyp {
             score: prev.score + am,
             parent,
             token: n as i32,
@@ -196,8 +217,8 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
 
     /// End of utterance: add the sentence-end LM score; if some hypothesis is between words,
     /// only those may finish.
-    fn finish(&mut self, prev_hyps: &[Hyp], out: &mut Vec<Hyp>) {
-        self.candidates.reset();
+    fn finish(&mut self, candidates: &mut Candidates, prev_hyps: &[Hyp], out: &mut Vec<Hyp>) {
+        candidates.reset();
         let nice_ending = prev_hyps.iter().any(|h| h.lex == ROOT);
         for (index, prev) in prev_hyps.iter().enumerate() {
             if nice_ending && prev.lex != ROOT {
@@ -205,7 +226,7 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
             }
             let (lm_state, lm) = self.lm.finish(prev.lm_state);
             let lm = lm as f64;
-            self.candidates.add(Hyp {
+            candidates.add(Hyp {
                 score: prev.score + self.d.options.lm_weight * lm,
                 lm_state,
                 parent: index as u32,
@@ -217,6 +238,6 @@ impl<'d, 'a, L: LanguageModel> Search<'d, 'a, L> {
             });
         }
         let o = &self.d.options;
-        self.candidates.store(out, o.beam_size, o.log_add, true);
+        candidates.store(out, o.beam_size, o.log_add, true);
     }
 }

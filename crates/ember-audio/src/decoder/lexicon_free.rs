@@ -1,7 +1,7 @@
 //! Lexicon-free CTC beam search (Flashlight's `LexiconFreeDecoder`): any token sequence is
 //! allowed, and the LM (if any) scores tokens.
 
-use super::beam::{top_tokens, Candidates, Hyp, NO_PARENT};
+use super::beam::{top_tokens, Hyp, NO_PARENT};
 use super::lm_cache::LmCache;
 use super::{BeamOptions, DecodeResult};
 use crate::lm::LanguageModel;
@@ -23,62 +23,55 @@ impl<'a, L: LanguageModel> LexiconFreeDecoder<'a, L> {
             emissions.len() >= frames * num_tokens,
             "emissions shorter than frames * tokens"
         );
-        let mut lm = LmCache::new(self.lm);
-        let mut candidates = Candidates::new(self.options.beam_threshold);
-        let mut hyps: Vec<Vec<Hyp>> = Vec::with_capacity(frames + 2);
-        hyps.push(vec![Hyp {
-            score: 0.0,
-            lm_state: 0,
-            lex: 0,
-            parent: NO_PARENT,
-            token: self.silence as i32,
-            word: -1,
-            prev_blank: false,
-            am_score: 0.0,
-            lm_score: 0.0,
-        }]);
-        let mut order = Vec::with_capacity(num_tokens);
-        for t in 0..frames {
-            let frame = &emissions[t * num_tokens..(t + 1) * num_tokens];
-            top_tokens(frame, self.options.beam_size_token, &mut order);
-            candidates.reset();
-            for (index, prev) in hyps[t].iter().enumerate() {
-                for &n in &order {
-                    candidates.add(self.extend(&mut lm, index as u32, prev, n, frame[n]));
-                }
-            }
-            let mut next = Vec::new();
-            candidates.store(
-                &mut next,
-                self.options.beam_size,
-                self.options.log_add,
-                false,
-            );
-            hyps.push(next);
-        }
-        candidates.reset();
-        for (index, prev) in hyps[frames].iter().enumerate() {
-            let (lm_state, score) = lm.finish(prev.lm_state);
-            let score = score as f64;
-            candidates.add(Hyp {
-                score: prev.score + self.options.lm_weight * score,
-                lm_state,
-                parent: index as u32,
+        let o = &self.options;
+        super::beam::with_scratch(o, frames, |s| {
+            let mut lm = LmCache::new(self.lm, std::mem::take(&mut s.lm_edges));
+            s.prev.push(Hyp {
+                score: 0.0,
+                lm_state: 0,
+                lex: 0,
+                parent: NO_PARENT,
                 token: self.silence as i32,
+                word: -1,
                 prev_blank: false,
-                lm_score: prev.lm_score + score,
-                ..*prev
+                am_score: 0.0,
+                lm_score: 0.0,
             });
-        }
-        let mut last = Vec::new();
-        candidates.store(
-            &mut last,
-            self.options.beam_size,
-            self.options.log_add,
-            true,
-        );
-        hyps.push(last);
-        super::collect_results(&hyps)
+            s.history.push_frame(&s.prev);
+            for t in 0..frames {
+                let frame = &emissions[t * num_tokens..(t + 1) * num_tokens];
+                top_tokens(frame, o.beam_size_token, &mut s.order);
+                s.candidates.reset();
+                for (index, prev) in s.prev.iter().enumerate() {
+                    for &n in &s.order {
+                        s.candidates
+                            .add(self.extend(&mut lm, index as u32, prev, n, frame[n]));
+                    }
+                }
+                s.candidates
+                    .store(&mut s.next, o.beam_size, o.log_add, false);
+                s.history.push_frame(&s.next);
+                std::mem::swap(&mut s.prev, &mut s.next);
+            }
+            s.candidates.reset();
+            for (index, prev) in s.prev.iter().enumerate() {
+                let (lm_state, score) = lm.finish(prev.lm_state);
+                let score = score as f64;
+                s.candidates.add(Hyp {
+                    score: prev.score + o.lm_weight * score,
+                    lm_state,
+                    parent: index as u32,
+                    token: self.silence as i32,
+                    prev_blank: false,
+                    lm_score: prev.lm_score + score,
+                    ..*prev
+                });
+            }
+            s.candidates
+                .store(&mut s.next, o.beam_size, o.log_add, true);
+            s.history.push_frame(&s.next);
+            super::collect_results(&s.history, &s.next)
+        })
     }
 
     /// The candidate for emitting token `n` after `prev`: a new token is scored by the LM, a

@@ -14,7 +14,7 @@ mod lm_cache;
 
 use crate::dictionary::{Dictionary, Lexicon, UNK_WORD};
 use crate::error::AudioError;
-use crate::lm::arpa::{ArpaLm, ArpaModel};
+use crate::lm::arpa::{ArpaContext, ArpaLm, ArpaModel};
 use crate::lm::LanguageModel;
 use crate::trie::Trie;
 use beam::Hyp;
@@ -54,13 +54,13 @@ pub struct DecodeResult {
     pub words: Vec<i32>,
 }
 
-/// All final hypotheses of a finished search, in the order of the final beam (best first).
-fn collect_results(frames: &[Vec<Hyp>]) -> Vec<DecodeResult> {
-    let last = frames.last().expect("at least the initial frame");
-    (0..last.len())
-        .map(|i| {
-            let (tokens, words) = beam::backtrack(frames, i);
-            let h = &last[i];
+/// All final hypotheses of a finished search, in the order of the final beam (best first);
+/// `last` is the final beam, the last frame of `history`.
+fn collect_results(history: &beam::History, last: &[Hyp]) -> Vec<DecodeResult> {
+    last.iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let (tokens, words) = history.backtrack(i);
             DecodeResult {
                 score: h.score,
                 am_score: h.am_score,
@@ -131,25 +131,25 @@ pub enum DecoderLm {
 }
 
 impl LanguageModel for DecoderLm {
-    type State = Vec<u32>;
+    type State = ArpaContext;
 
-    fn start(&self, start_with_nothing: bool) -> Vec<u32> {
+    fn start(&self, start_with_nothing: bool) -> ArpaContext {
         match self {
-            DecoderLm::Zero => Vec::new(),
+            DecoderLm::Zero => ArpaContext::default(),
             DecoderLm::Arpa(lm) => lm.start(start_with_nothing),
         }
     }
 
-    fn score(&self, state: &Vec<u32>, word: usize) -> (Vec<u32>, f32) {
+    fn score(&self, state: &ArpaContext, word: usize) -> (ArpaContext, f32) {
         match self {
-            DecoderLm::Zero => (Vec::new(), 0.0),
+            DecoderLm::Zero => (ArpaContext::default(), 0.0),
             DecoderLm::Arpa(lm) => lm.score(state, word),
         }
     }
 
-    fn finish(&self, state: &Vec<u32>) -> (Vec<u32>, f32) {
+    fn finish(&self, state: &ArpaContext) -> (ArpaContext, f32) {
         match self {
-            DecoderLm::Zero => (Vec::new(), 0.0),
+            DecoderLm::Zero => (ArpaContext::default(), 0.0),
             DecoderLm::Arpa(lm) => lm.finish(state),
         }
     }

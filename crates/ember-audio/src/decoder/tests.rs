@@ -662,3 +662,28 @@ fn state_identity_controls_merging() {
     assert!(many.len() > 1);
     close(one[0].score, many[0].score, 1e-9);
 }
+
+#[test]
+fn reused_buffers_leave_no_trace_between_utterances() {
+    // Each thread keeps its search buffers between utterances: a long utterance, then a short
+    // one, then the long one again must decode exactly as on fresh buffers.
+    let options = CtcDecoderOptions {
+        beam_size: 8,
+        nbest: 3,
+        ..Default::default()
+    };
+    let d = decoder(Some(WORD_ARPA), &options);
+    let long = random_emissions(7, 40, 5);
+    let short = random_emissions(8, 3, 5);
+    let first = d.decode_raw(&long, 40, 5);
+    let between = d.decode_raw(&short, 3, 5);
+    assert_eq!(d.decode_raw(&long, 40, 5), first);
+    let fresh = std::thread::spawn(move || {
+        let d = decoder(Some(WORD_ARPA), &options);
+        d.decode_raw(&short, 3, 5)
+    });
+    assert_eq!(fresh.join().unwrap(), between);
+    assert!(first
+        .iter()
+        .all(|r| r.tokens.len() == 42 && r.words.len() == 42));
+}

@@ -21,6 +21,35 @@ use std::sync::Arc;
 /// log10 probability KenLM gives `<unk>` when the model lacks it.
 pub const MISSING_UNK_LOG10: f32 = -100.0;
 
+/// The highest n-gram order read (KenLM's default build limit, which Flashlight's decoders use).
+pub const MAX_ORDER: usize = 6;
+
+/// What an ARPA state remembers: the last `order - 1` words, inline. A search makes a state per
+/// new LM query, so a heap vector here cost an allocation (and ~16 bytes) each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArpaContext {
+    len: u8,
+    ids: [u32; MAX_ORDER - 1],
+}
+
+impl ArpaContext {
+    /// `ids` holds at most `MAX_ORDER - 1` words (the parser refuses longer n-grams).
+    fn from_ids(ids: &[u32]) -> Self {
+        let mut context = ArpaContext::default();
+        context.ids[..ids.len()].copy_from_slice(ids);
+        context.len = ids.len() as u8;
+        context
+    }
+}
+
+impl std::ops::Deref for ArpaContext {
+    type Target = [u32];
+
+    fn deref(&self) -> &[u32] {
+        &self.ids[..self.len as usize]
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     log10_prob: f32,
@@ -94,8 +123,8 @@ impl ArpaModel {
     }
 
     /// The context holding only `<s>`.
-    pub fn begin_sentence(&self) -> Vec<u32> {
-        vec![self.sentence_start]
+    pub fn begin_sentence(&self) -> ArpaContext {
+        ArpaContext::from_ids(&[self.sentence_start])
     }
 
     /// The id of `</s>`.
@@ -105,15 +134,15 @@ impl ArpaModel {
 
     /// log10 P(word | context) with back-off, and the context after `word` (at most order-1
     /// most recent words).
-    pub fn score_id(&self, context: &[u32], word: u32) -> (Vec<u32>, f32) {
+    pub fn score_id(&self, context: &[u32], word: u32) -> (ArpaContext, f32) {
         let keep = context.len().min(self.order() - 1);
-        let mut key: Vec<u32> = Vec::with_capacity(keep + 1);
-        key.extend_from_slice(&context[context.len() - keep..]);
-        key.push(word);
-        let score = self.backed_off(&key);
+        let mut key = [0u32; MAX_ORDER];
+        key[..keep].copy_from_slice(&context[context.len() - keep..]);
+        key[keep] = word;
+        let key = &key[..keep + 1];
+        let score = self.backed_off(key);
         let next_keep = key.len().min(self.order() - 1);
-        let next = key[key.len() - next_keep..].to_vec();
-        (next, score)
+        (ArpaContext::from_ids(&key[key.len() - next_keep..]), score)
     }
 
     /// `key` = history ++ [word]; walks from the full history down to the unigram.
@@ -214,6 +243,11 @@ impl ArpaParser {
             .map_err(|_| format!("bad count in '{line}'"))?;
         if order != self.counts.len() + 1 {
             return Err(format!("n-gram orders out of sequence at '{line}'"));
+        }
+        if order > MAX_ORDER {
+            return Err(format!(
+                "n-grams of order {order}: models up to order {MAX_ORDER} are supported (KenLM's default limit)"
+            ));
         }
         self.counts.push(count);
         Ok(())
@@ -355,17 +389,17 @@ impl ArpaLm {
 }
 
 impl LanguageModel for ArpaLm {
-    type State = Vec<u32>;
+    type State = ArpaContext;
 
-    fn start(&self, start_with_nothing: bool) -> Vec<u32> {
+    fn start(&self, start_with_nothing: bool) -> ArpaContext {
         if start_with_nothing {
-            Vec::new()
+            ArpaContext::default()
         } else {
             self.model.begin_sentence()
         }
     }
 
-    fn score(&self, state: &Vec<u32>, word: usize) -> (Vec<u32>, f32) {
+    fn score(&self, state: &ArpaContext, word: usize) -> (ArpaContext, f32) {
         let id = self
             .user_to_model
             .get(word)
@@ -374,7 +408,7 @@ impl LanguageModel for ArpaLm {
         self.model.score_id(state, id)
     }
 
-    fn finish(&self, state: &Vec<u32>) -> (Vec<u32>, f32) {
+    fn finish(&self, state: &ArpaContext) -> (ArpaContext, f32) {
         self.model.score_id(state, self.model.sentence_end)
     }
 }
@@ -416,7 +450,7 @@ ngram 2=4
         let world = m.word_id("world");
         let (after_hello, p) = m.score_id(&s, hello);
         close(p, -0.2);
-        assert_eq!(after_hello, vec![hello]);
+        assert_eq!(*after_hello, [hello]);
         close(m.score_id(&after_hello, world).1, -0.1);
         // "hello hello" is missing: back-off(hello) + P(hello)
         close(m.score_id(&after_hello, hello).1, -0.3 + -0.6);
@@ -452,6 +486,15 @@ ngram 2=4
     }
 
     #[test]
+    fn orders_above_the_limit_are_refused() {
+        let counts: String = (1..=MAX_ORDER + 1)
+            .map(|k| format!("ngram {k}=1\n"))
+            .collect();
+        let err = ArpaModel::parse(&format!("\\data\\\n{counts}")).unwrap_err();
+        assert!(err.to_string().contains("up to order 6"), "{err}");
+    }
+
+    #[test]
     fn trigram_backs_off_through_two_levels() {
         let text = "\\data\\\nngram 1=3\nngram 2=2\nngram 3=1\n\\1-grams:\n-1 a -0.1\n-1 b -0.2\n-1 c\n\\2-grams:\n-0.5 a b -0.05\n-0.4 b c\n\\3-grams:\n-0.3 a b c\n\\end\\\n";
         let m = ArpaModel::parse(text).unwrap();
@@ -464,6 +507,6 @@ ngram 2=4
         // unigram a=-1
         close(m.score_id(&[a, b], a).1, -0.05 - 0.2 - 1.0);
         // state keeps order-1 words
-        assert_eq!(m.score_id(&[a, b], c).0, vec![b, c]);
+        assert_eq!(*m.score_id(&[a, b], c).0, [b, c]);
     }
 }
