@@ -116,3 +116,17 @@ pub fn eye(n: usize, m: usize, dtype: DType) -> Tensor {
     });
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complex_linspace_spaces_both_parts_and_ends_exactly() {
+        let t = linspace_complex(CDouble::new(0.0, 1.0), CDouble::new(1.0, -1.0), 3, DType::C128).unwrap();
+        assert_eq!(t.to_vec::<CDouble>().unwrap(), vec![CDouble::new(0.0, 1.0), CDouble::new(0.5, 0.0), CDouble::new(1.0, -1.0)]);
+        assert!(linspace_complex(CDouble::new(0.0, 0.0), CDouble::new(1.0, 0.0), 3, DType::C32).is_err());
+        let p = logspace(0.0, 1.0, 2, -4.0, DType::C128).unwrap().to_vec::<CDouble>().unwrap();
+        assert!((p[1] - CDouble::new(-4.0, 0.0)).norm() < 1e-12, "{p:?}");
+    }
+}

@@ -187,6 +187,23 @@ mod tests {
     }
 
     #[test]
+    fn complex_cumprod_multiplies_in_complex_arithmetic() {
+        let x = Tensor::from_vec(vec![CDouble::new(0.0, 1.0), CDouble::new(0.0, 1.0), CDouble::new(2.0, 0.0)], &[3]).unwrap();
+        let c = scan(ScanOp::Prod, &x, 0, None).unwrap();
+        assert_eq!(c.dtype(), DType::C128);
+        assert_eq!(c.to_vec::<CDouble>().unwrap(), vec![CDouble::new(0.0, 1.0), CDouble::new(-1.0, 0.0), CDouble::new(-2.0, 0.0)]);
+        assert!(scan(ScanOp::Sum, &x.to_dtype(DType::C32), 0, None).is_err());
+    }
+
+    #[test]
+    fn complex_log_add_exp_keeps_the_phase_sum_unwrapped() {
+        let z = log_add_exp_complex(CDouble::new(0.0, 3.0), CDouble::new(f64::NEG_INFINITY, 0.0));
+        assert_eq!(z, CDouble::new(0.0, 3.0));
+        let w = log_add_exp_complex(CDouble::new(1.0, 0.5), CDouble::new(1.0, 0.5));
+        assert!((w - CDouble::new(1.0 + std::f64::consts::LN_2, 0.5)).norm() < 1e-12);
+    }
+
+    #[test]
     fn integer_cumsum_is_int64_along_any_dim() {
         let x = Tensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]).unwrap();
         let c = scan(ScanOp::Sum, &x, 0, None).unwrap();
