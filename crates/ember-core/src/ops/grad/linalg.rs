@@ -218,7 +218,7 @@ pub(crate) fn record_eig(a: &Tensor, w: &Tensor, v: &Tensor) -> Result<()> {
 fn rows_in_lu(pivots: &Tensor, n: usize) -> Result<Tensor> {
     let swaps = pivots.contiguous().to_dtype(crate::DType::I64).to_vec::<i64>()?;
     let k = pivots.shape().last().copied().unwrap_or(0);
-    let count = if k == 0 { pivots.numel() } else { swaps.len() / k };
+    let count = swaps.len().checked_div(k).unwrap_or(0); // no pivots: no matrices to permute
     let mut inverse = Vec::with_capacity(count * n * n);
     for m in 0..count {
         let mut order: Vec<usize> = (0..n).collect();
