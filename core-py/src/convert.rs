@@ -40,6 +40,11 @@ impl PyDType {
             d => Err(pyo3::exceptions::PyRuntimeError::new_err(format!("Unknown Complex ScalarType for {}", d.legacy_name()))),
         }
     }
+    /// PyTorch's ScalarType name (`Float`, `ComplexDouble`), as its error messages spell it.
+    #[getter]
+    fn _legacy_name(&self) -> &'static str {
+        self.0.legacy_name()
+    }
     #[getter]
     fn is_signed(&self) -> bool {
         !matches!(self.0, DType::Bool | DType::U8)

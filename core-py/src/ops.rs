@@ -8,6 +8,7 @@ use ember_core::ops::random::{self, Generator};
 use ember_core::ops::reduce::{self, ReduceOp};
 use ember_core::ops::unary::{self, UnaryOp};
 use ember_core::ops::{creation, matmul as products};
+use ember_core::dtype::CDouble;
 use ember_core::{DType, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -199,6 +200,17 @@ fn logspace(start: f64, end: f64, steps: i64, base: f64, dtype: PyDType) -> PyRe
     Ok(wrap(creation::logspace(start, end, steps, base, dtype.0).py()?))
 }
 
+/// `linspace`/`logspace` with complex ends, each given as its (real, imaginary) parts.
+#[pyfunction]
+#[pyo3(signature = (start, end, steps, dtype, base=None))]
+fn complex_space(start: (f64, f64), end: (f64, f64), steps: i64, dtype: PyDType, base: Option<f64>) -> PyResult<PyTensor> {
+    let (s, e) = (CDouble::new(start.0, start.1), CDouble::new(end.0, end.1));
+    Ok(wrap(match base {
+        None => creation::linspace_complex(s, e, steps, dtype.0),
+        Some(b) => creation::logspace_complex(s, e, steps, b, dtype.0),
+    }.py()?))
+}
+
 #[pyfunction]
 fn eye(n: i64, m: i64, dtype: PyDType) -> PyResult<PyTensor> {
     let s = sizes(&[n, m])?;
@@ -363,6 +375,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arange, m)?)?;
     m.add_function(wrap_pyfunction!(linspace, m)?)?;
     m.add_function(wrap_pyfunction!(logspace, m)?)?;
+    m.add_function(wrap_pyfunction!(complex_space, m)?)?;
     m.add_function(wrap_pyfunction!(eye, m)?)?;
     m.add_function(wrap_pyfunction!(from_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(matmul, m)?)?;

@@ -152,6 +152,34 @@ def test_matches_torch_fft():
                                torch.fft.irfftn(torch.from_numpy(z), s=(-1, -1)).numpy(), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("shape,s,dim", [((4, 6), None, None), ((3, 5, 4), (4, 7), None), ((3, 5, 4), None, (0, 2)),
+                                         ((2, 3, 5), (-1, 3), (2, 1)), ((6,), None, None), ((3, 4, 5), (3, 4, 5), None)])
+def test_hermitian_nd_transforms_match_torch(shape, s, dim, norm):
+    torch = pytest.importorskip("torch")
+    z, x = cplx(*shape), real(*shape)
+    kw = dict(s=s, dim=dim, norm=norm)
+    close(ember.fft.hfftn(ember.from_numpy(z), **kw), torch.fft.hfftn(torch.from_numpy(z), **kw).numpy())
+    close(ember.fft.ihfftn(ember.from_numpy(x), **kw), torch.fft.ihfftn(torch.from_numpy(x), **kw).resolve_conj().numpy())
+
+
+def test_hfft2_ihfft2_defaults_round_trip_and_errors():
+    torch = pytest.importorskip("torch")
+    z, x = cplx(2, 4, 5), real(2, 4, 8)
+    close(ember.fft.hfft2(ember.from_numpy(z), norm="ortho"), torch.fft.hfft2(torch.from_numpy(z), norm="ortho").numpy())
+    close(ember.fft.ihfft2(ember.from_numpy(x), s=(3, 6)), torch.fft.ihfft2(torch.from_numpy(x), s=(3, 6)).resolve_conj().numpy())
+    # hfftn inverts ihfftn given the output length of the last dim.
+    close(ember.fft.hfftn(ember.fft.ihfftn(ember.from_numpy(x)), s=x.shape), x)
+    assert ember.fft.hfft2(ember.ones(3, 3)).dtype == ember.float32
+    assert ember.fft.ihfft2(ember.ones(3, 4, dtype=ember.float32)).dtype == ember.complex64
+    with pytest.raises(RuntimeError, match="real input"):
+        ember.fft.ihfftn(ember.from_numpy(z))
+    with pytest.raises(ValueError, match="normalization"):
+        ember.fft.hfftn(ember.from_numpy(z), norm="both")
+    with pytest.raises(RuntimeError, match="Invalid number of data points"):
+        ember.fft.hfft2(ember.ones(2, 1, dtype=ember.complex64))
+
+
 # ---- gradients ----
 
 def _req(a):
@@ -161,7 +189,8 @@ def _req(a):
 @pytest.mark.parametrize("fn", [
     lambda z: ember.fft.fft(z), lambda z: ember.fft.ifft(z, n=7, norm="ortho"), lambda z: ember.fft.fft(z, n=3, norm="forward"),
     lambda z: ember.fft.fftn(z.reshape(2, 3)), lambda z: ember.fft.irfft(z), lambda z: ember.fft.hfft(z, n=7, norm="ortho"),
-    lambda z: ember.fft.irfftn(z.reshape(2, 3), s=(2, 4)),
+    lambda z: ember.fft.irfftn(z.reshape(2, 3), s=(2, 4)), lambda z: ember.fft.hfft2(z.reshape(2, 3), norm="forward"),
+    lambda z: ember.fft.hfftn(z.reshape(3, 2), s=(2, 3), dim=(1, 0)),
 ])
 def test_gradcheck_complex_input(fn):
     assert gradcheck(fn, (_req(cplx(6)),))
@@ -170,7 +199,8 @@ def test_gradcheck_complex_input(fn):
 @pytest.mark.parametrize("fn", [
     lambda x: ember.fft.rfft(x), lambda x: ember.fft.rfft(x, n=9, norm="forward"), lambda x: ember.fft.fft(x),
     lambda x: ember.fft.ihfft(x, norm="ortho"), lambda x: ember.fft.rfft2(x.reshape(2, 3)), lambda x: ember.fft.ifft(x, n=4),
-    lambda x: ember.fft.irfft(ember.fft.rfft(x), n=6).sum() * 2,
+    lambda x: ember.fft.irfft(ember.fft.rfft(x), n=6).sum() * 2, lambda x: ember.fft.ihfft2(x.reshape(2, 3), norm="ortho"),
+    lambda x: ember.fft.ihfftn(x.reshape(3, 2), s=(4, 2)),
 ])
 def test_gradcheck_real_input(fn):
     assert gradcheck(fn, (_req(real(6)),))

@@ -225,28 +225,64 @@ def _number(x, name):
     return x
 
 
+def _real_part(x, name):
+    """`x` as a real number: a complex one with a zero imaginary part is its real part, as
+    PyTorch's arange takes it; another complex one does not convert."""
+    if isinstance(x, _C.Tensor):
+        x = x.item()
+    if isinstance(x, complex):
+        if x.imag != 0:
+            raise RuntimeError("value cannot be converted to type double without overflow")
+        return x.real
+    return _number(x, name)
+
+
 def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """`arange(end)` or `arange(start, end, step)`; int64 unless an argument is a float."""
+    """`arange(end)` or `arange(start, end, step)`; int64 unless an argument is a float. Complex
+    dtypes are refused, as in PyTorch."""
     if end is None:
         start, end = 0, start
-    vals = [_number(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step"))]
+    vals = [_real_part(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step"))]
     if dtype is None:
         dtype = _C.int64 if all(isinstance(v, numbers.Integral) for v in vals) else _default_dtype
     return _finish(_C.arange(*map(builtins.float, vals), _check_dtype(dtype)), None, device, requires_grad)
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+def _space_end(x, name):
+    """A linspace/logspace end: a real number, or a complex one (a tensor gives its item)."""
+    if isinstance(x, _C.Tensor):
+        x = x.item()
+    return x if isinstance(x, complex) else _number(x, name)
+
+
+def _space(fn, start, end, steps, dtype, base=None):
+    """`linspace`/`logspace`: complex ends make the default complex dtype, which only a complex
+    `dtype` may replace."""
     if isinstance(steps, builtins.bool) or not isinstance(steps, numbers.Integral):
-        raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
-    d = _check_dtype(dtype) or _default_dtype
-    return _finish(_C.linspace(_number(start, "start"), _number(end, "end"), steps, d), None, device, requires_grad)
+        raise TypeError(f"{fn}(): argument 'steps' must be int, not {type(steps).__name__}")
+    start, end = _space_end(start, "start"), _space_end(end, "end")
+    d = _check_dtype(dtype)
+    if isinstance(start, complex) or isinstance(end, complex):
+        inferred = _default_complex_dtype()
+        if d is not None and not d.is_complex:
+            part = "double" if inferred == _C.complex128 else "float"
+            raise RuntimeError(f"torch.{fn}(): inferred dtype c10::complex<{part}> can't be safely cast to passed dtype {d._legacy_name}")
+        parts = [(complex(v).real, complex(v).imag) for v in (start, end)]
+        return _C.complex_space(*parts, steps, d or inferred, base)
+    d = d or _default_dtype
+    if base is None:
+        return _C.linspace(start, end, steps, d)
+    return _C.logspace(start, end, steps, builtins.float(base), d)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """`steps` evenly spaced points from `start` to `end`; complex ends space both parts."""
+    return _finish(_space("linspace", start, end, steps, dtype), None, device, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    if isinstance(steps, builtins.bool) or not isinstance(steps, numbers.Integral):
-        raise TypeError(f"logspace(): argument 'steps' must be int, not {type(steps).__name__}")
-    d = _check_dtype(dtype) or _default_dtype
-    return _finish(_C.logspace(_number(start, "start"), _number(end, "end"), steps, builtins.float(base), d), None, device, requires_grad)
+    """`base` to the powers `linspace(start, end, steps)` (complex powers for complex ends)."""
+    return _finish(_space("logspace", start, end, steps, dtype, base), None, device, requires_grad)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):

@@ -14,7 +14,7 @@ from ember import _C
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
-    "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
 ]
 
 _SWAP = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -186,16 +186,41 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     return _finish(_C.fft_r2c(_resized(x, dims, sizes), dims, _check_norm(norm), True), out)
 
 
-def irfftn(input, s=None, dim=None, norm=None, *, out=None):
-    """Inverse of `rfftn`; the last dim's output length defaults to `2 * (size - 1)`."""
-    x = _as_complex(_input(input, "irfftn"))
-    dims, sizes = _dims_and_sizes(x, s, dim, "irfftn")
+def _c2r_n(x, s, dim, norm, fn):
+    """The complex-to-real transform over `dim` that `irfftn` and `hfftn` are; the last dim's
+    output length defaults to `2 * (size - 1)`."""
+    dims, sizes = _dims_and_sizes(x, s, dim, fn)
     last = sizes[-1] if sizes[-1] is not None else 2 * (x.shape[dims[-1]] - 1)
     if last < 1:
         raise RuntimeError(f"Invalid number of data points ({last}) specified")
     x = _resized(x, dims[:-1], sizes[:-1])
     x = _resize(x, dims[-1], last // 2 + 1)
-    return _finish(_C.fft_c2r(x, dims, _check_norm(norm), last), out)
+    return _C.fft_c2r(x, dims, norm, last)
+
+
+def irfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """Inverse of `rfftn`; the last dim's output length defaults to `2 * (size - 1)`."""
+    x = _as_complex(_input(input, "irfftn"))
+    return _finish(_c2r_n(x, s, dim, _check_norm(norm), "irfftn"), out)
+
+
+def hfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """N-dimensional FFT of a signal hermitian-symmetric along the last transformed dim, given by
+    its first half there: a real result (last dim `2 * (size - 1)` long by default). Since that
+    result is real it equals the inverse transform of the conjugate, so this is `irfftn` of
+    `conj(input)` with the normalisation swapped."""
+    x = _as_complex(_input(input, "hfftn"))
+    return _finish(_c2r_n(ember.conj(x), s, dim, _SWAP[_check_norm(norm)], "hfftn"), out)
+
+
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
+    """Inverse of `hfftn`: the half spectrum (last transformed dim) of a real signal, i.e. the
+    conjugate of `rfftn` with the normalisation swapped."""
+    x = _input(input, "ihfftn")
+    _require_real(x, "ihfftn")
+    dims, sizes = _dims_and_sizes(x, s, dim, "ihfftn")
+    r = _C.fft_r2c(_resized(x, dims, sizes), dims, _SWAP[_check_norm(norm)], True)
+    return _finish(ember.conj(r), out)
 
 
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -212,6 +237,14 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return irfftn(input, s, dim, norm, out=out)
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return hfftn(input, s, dim, norm, out=out)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return ihfftn(input, s, dim, norm, out=out)
 
 
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):

@@ -51,26 +51,24 @@ def _conv(dims, input, weight, bias, stride, padding, dilation, groups):
         padding = _ints(padding, fn, "padding")
     stride, dilation = _ints(stride, fn, "stride"), _ints(dilation, fn, "dilation")
     if input.dtype.is_complex or weight.dtype.is_complex:
-        return _complex_conv(dims, input, weight, bias, stride, padding, dilation, groups)
+        return _complex_conv(dims, input, weight, bias,
+                             lambda x, w: _C.conv(x, w, None, stride, padding, dilation, groups, dims))
     try:
         return _C.conv(input, weight, bias, stride, padding, dilation, groups, dims)
     except TypeError:
         return batched("conv", input, weight, bias, stride, padding, dilation, groups, dims)
 
 
-def _complex_conv(dims, input, weight, bias, stride, padding, dilation, groups):
-    """A complex convolution from three real ones (Gauss's trick, as PyTorch):
-    `(a + ib)∗(c + id) = (a∗c - b∗d) + i((a + b)∗(c + d) - a∗c - b∗d)`."""
+def _complex_conv(dims, input, weight, bias, conv):
+    """A complex (transposed) convolution from three real ones, `conv(x, w)` (Gauss's trick, as
+    PyTorch): `(a + ib)∗(c + id) = (a∗c - b∗d) + i((a + b)∗(c + d) - a∗c - b∗d)`. Both kinds are
+    bilinear in (input, weight), which is all the trick needs."""
     if input.dtype != weight.dtype or (bias is not None and bias.dtype != input.dtype):
         other = weight.dtype if input.dtype != weight.dtype else bias.dtype
         raise RuntimeError(f"Input type ({input.dtype}) and weight type ({other}) should be the same")
     if input.dtype == _C.complex32:
         return _complex_conv(dims, input.to(_C.complex64), weight.to(_C.complex64),
-                             None if bias is None else bias.to(_C.complex64), stride, padding, dilation, groups).to(_C.complex32)
-
-    def conv(x, w):
-        return _C.conv(x, w, None, stride, padding, dilation, groups, dims)
-
+                             None if bias is None else bias.to(_C.complex64), conv).to(_C.complex32)
     a, b, c, d = input.real, input.imag, weight.real, weight.imag
     ac, bd = conv(a, c), conv(b, d)
     out = _C.complex(ac - bd, conv(a + b, c + d) - ac - bd)
@@ -107,8 +105,11 @@ def _conv_transpose(dims, input, weight, bias, stride, padding, output_padding, 
     _tensor(weight, fn, "weight", 2)
     if bias is not None:
         _tensor(bias, fn, "bias", 3)
-    return _C.conv_transpose(input, weight, bias, _ints(stride, fn, "stride"), _ints(padding, fn, "padding"),
-                             _ints(output_padding, fn, "output_padding"), groups, _ints(dilation, fn, "dilation"), dims)
+    geometry = (_ints(stride, fn, "stride"), _ints(padding, fn, "padding"), _ints(output_padding, fn, "output_padding"),
+                groups, _ints(dilation, fn, "dilation"), dims)
+    if input.dtype.is_complex or weight.dtype.is_complex:
+        return _complex_conv(dims, input, weight, bias, lambda x, w: _C.conv_transpose(x, w, None, *geometry))
+    return _C.conv_transpose(input, weight, bias, *geometry)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):

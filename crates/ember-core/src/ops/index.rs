@@ -396,10 +396,18 @@ fn int_limit<T: Element>(max: bool) -> i64 {
     }
 }
 
-/// `a (op) b` in `T`: floats through f64, integers wrapping in i64, bools as logic.
+/// `a (op) b` in `T`: floats through f64, complex numbers through complex128 (the ordering
+/// reductions are refused on them before a kernel runs), integers wrapping in i64, bools as logic.
 #[inline(always)]
 fn combine<T: Element>(op: Reduce, a: T, b: T) -> T {
-    if T::DTYPE.is_float() {
+    if T::DTYPE.is_complex() {
+        let (x, y) = (a.to_c128(), b.to_c128());
+        T::from_c128(match op {
+            Reduce::Assign => y,
+            Reduce::Prod => x * y,
+            _ => x + y,
+        })
+    } else if T::DTYPE.is_float() {
         let (x, y) = (a.to_f64(), b.to_f64());
         T::from_f64(match op {
             Reduce::Assign => y,
@@ -551,8 +559,12 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
 
 fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
     let d = x.wrap_dim(dim)?;
-    if x.dtype().is_complex() && x.ndim() > 0 {
-        return scatter_complex(x, d, index, src, op, include_self);
+    if x.dtype().is_complex() {
+        match op {
+            Reduce::Amax => x.dtype().require_real("scatter_gather_tensor_cpu_reduce_amax")?,
+            Reduce::Amin => x.dtype().require_real("scatter_gather_tensor_cpu_reduce_amin")?,
+            _ => {}
+        }
     }
     check_index_shape("scatter", x, index, d, Some(src))?;
     if src.ndim() != index.ndim() {
@@ -567,8 +579,7 @@ fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce
     let x_strides = if x.ndim() == 0 { vec![0; rank] } else { x.strides().to_vec() };
     let (sx, si, ss) = (x_strides[d], idx_strides[d], src_strides[d]);
     let len = shape[d];
-    x.dtype().require_real("scatter with a reduction")?;
-    with_dtype!(x.dtype(), T, {
+    crate::with_any_dtype!(x.dtype(), T, {
         let (px, pi, ps) = (Ptr(x.data_ptr::<T>()), Ptr(idx.data_ptr::<i64>()), Ptr(src.data_ptr::<T>()));
         for_each_line(&shape, d, [&x_strides, &idx_strides, &src_strides], |_, [ox, oi, os]| unsafe {
             let target = |j: isize| px.at(ox + *pi.at(oi + j * si) as isize * sx);
@@ -601,9 +612,9 @@ fn divide_by_counts(x: &Tensor, d: usize, idx: &Tensor, include_self: bool) -> R
     let counts = super::creation::full(x.shape(), super::binary::Scalar::Int(include_self as i64), DType::I64);
     let ones = Tensor::scalar(1i64).broadcast_to(idx.shape())?;
     scatter_kernel(&counts, d as i64, idx, &ones, Reduce::Sum, true)?;
-    x.dtype().require_real("scatter_reduce mean")?;
-    with_dtype!(x.dtype(), T, binary_into::<T, i64, T>(x, &counts, x, |v, c| match c {
+    crate::with_any_dtype!(x.dtype(), T, binary_into::<T, i64, T>(x, &counts, x, |v, c| match c {
         0 => v,
+        c if T::DTYPE.is_complex() => T::from_c128(v.to_c128() / c as f64),
         c if T::DTYPE.is_float() => T::from_f64(v.to_f64() / c as f64),
         c => T::from_i64(v.to_i64().div_euclid(c)),
     }));
@@ -649,22 +660,6 @@ pub fn index_add_or_copy_(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor,
     let x1 = at_least_1d(x);
     let src = if x.ndim() == 0 { source.reshape(&[-1])? } else { source.clone() };
     index_put(&x1, &[(d, at_least_1d(index))], &src, accumulate)
-}
-
-/// A complex scatter as the same scatter of the (real, imaginary) pairs: the parts are one more
-/// dim of size 2 that the index is expanded over. Only assignment and sums are defined so.
-fn scatter_complex(x: &Tensor, d: usize, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
-    if !matches!(op, Reduce::Assign | Reduce::Sum) {
-        x.dtype().require_real("scatter with a multiplicative or ordering reduction")?;
-    }
-    check_index_shape("scatter", x, index, d, Some(src))?;
-    let parts = super::complex::view_as_real(x)?;
-    let src_parts = super::complex::view_as_real(&src.to_dtype(x.dtype()))?;
-    let mut shape = index.shape().to_vec();
-    shape.push(2);
-    let pairs = index.unsqueeze(-1)?.broadcast_to(&shape)?;
-    // The parts share `x`'s version counter, which the inner scatter bumps.
-    scatter_kernel(&parts, d as i64, &pairs, &src_parts, op, include_self)
 }
 
 /// `index_fill_`: every slice of `x` named by `index` along `dim` becomes `value` (a 0-d tensor).

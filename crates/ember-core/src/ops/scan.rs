@@ -3,7 +3,7 @@
 use super::map::Ptr;
 use super::sort::{along, is_nan, Rows};
 use crate::bail;
-use crate::dtype::{DType, Element};
+use crate::dtype::{CDouble, DType, Element};
 use crate::error::Result;
 use crate::tensor::Tensor;
 use crate::with_dtype;
@@ -35,7 +35,7 @@ fn log_add_exp(a: f64, b: f64) -> f64 {
         return a + std::f64::consts::LN_2;
     }
     let (hi, lo) = if a > b { (a, b) } else { (b, a) };
-    hi + (lo - hi).exp().ln_1p()
+    hi + ((lo - hi).exp() + 1.0).ln()
 }
 
 /// Runs `out[k] = step(acc, x[k])` along every row of `x` into `out` (same shape).
@@ -61,10 +61,31 @@ fn scan_rows<T: Element, A: Copy + Send + Sync, O: Element>(
     });
 }
 
-/// `cumsum`/`cumprod` (booleans and integers accumulate in int64, floats in f64, as PyTorch's
-/// CPU kernels do) and `logcumsumexp` (floats only). `dtype` casts the input first.
+/// The complex `log(exp(a) + exp(b))`: the operand with the larger real part factored out, as
+/// PyTorch does, so the imaginary part is the plain sum of phases (not wrapped to (-π, π]).
+fn log_add_exp_complex(a: CDouble, b: CDouble) -> CDouble {
+    if a.is_nan() || b.is_nan() {
+        return CDouble::new(f64::NAN, f64::NAN);
+    }
+    let (hi, lo) = if a.re >= b.re { (a, b) } else { (b, a) };
+    if lo.re == f64::NEG_INFINITY {
+        return hi;
+    }
+    hi + ((lo - hi).exp() + 1.0).ln()
+}
+
+/// `cumsum`/`cumprod` (booleans and integers accumulate in int64, floats in f64, complex
+/// numbers in complex128, as PyTorch's CPU kernels do) and `logcumsumexp` (floating and
+/// complex input). `dtype` casts the input first.
 pub fn scan(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
-    x.dtype().require_real("cumsum_cpu")?;
+    if dtype.unwrap_or(x.dtype()) == DType::C32 {
+        let name = match op {
+            ScanOp::Sum => "cumsum_out_cpu",
+            ScanOp::Prod => "cumprod_out_cpu",
+            ScanOp::LogSumExp => "logcumsumexp_out_cpu",
+        };
+        DType::C32.require_real(name)?;
+    }
     crate::autograd::track(&[x], || scan_kernel(op, x, dim, dtype), |y| {
         super::grad::reduce::record_scan(op, x, along(x, dim)?.1, y)
     })
@@ -74,12 +95,19 @@ fn scan_kernel(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result
     let (xs, d) = along(x, dim)?;
     let xs = dtype.map_or(xs.clone(), |t| xs.to_dtype(t));
     let in_dtype = xs.dtype();
-    if op == ScanOp::LogSumExp && !in_dtype.is_float() {
+    if op == ScanOp::LogSumExp && !in_dtype.is_inexact() {
         bail!(Runtime, "logcumsumexp(): expected a floating point input, but got {in_dtype}");
     }
-    let out_dtype = if in_dtype.is_float() { in_dtype } else { DType::I64 };
+    let out_dtype = if in_dtype.is_inexact() { in_dtype } else { DType::I64 };
     let out = Tensor::uninit(xs.shape(), out_dtype);
-    if in_dtype.is_float() {
+    if in_dtype.is_complex() {
+        let (init, step): (CDouble, fn(CDouble, CDouble) -> CDouble) = match op {
+            ScanOp::Sum => (CDouble::new(0.0, 0.0), |a, b| a + b),
+            ScanOp::Prod => (CDouble::new(1.0, 0.0), |a, b| a * b),
+            ScanOp::LogSumExp => (CDouble::new(f64::NEG_INFINITY, 0.0), log_add_exp_complex),
+        };
+        crate::with_complex!(in_dtype, T, scan_rows::<T, CDouble, T>(&xs, &out, d, init, |v| v.to_c128(), step, T::from_c128));
+    } else if in_dtype.is_float() {
         let (init, step): (f64, fn(f64, f64) -> f64) = match op {
             ScanOp::Sum => (0.0, |a, b| a + b),
             ScanOp::Prod => (1.0, |a, b| a * b),
@@ -156,6 +184,23 @@ mod tests {
         assert_eq!(&v[..2], &[1.0, 1.0]);
         assert!(v[2].is_nan() && v[3].is_nan());
         assert_eq!(i.to_vec::<i64>().unwrap(), vec![0, 1, 2, 2]);
+    }
+
+    #[test]
+    fn complex_cumprod_multiplies_in_complex_arithmetic() {
+        let x = Tensor::from_vec(vec![CDouble::new(0.0, 1.0), CDouble::new(0.0, 1.0), CDouble::new(2.0, 0.0)], &[3]).unwrap();
+        let c = scan(ScanOp::Prod, &x, 0, None).unwrap();
+        assert_eq!(c.dtype(), DType::C128);
+        assert_eq!(c.to_vec::<CDouble>().unwrap(), vec![CDouble::new(0.0, 1.0), CDouble::new(-1.0, 0.0), CDouble::new(-2.0, 0.0)]);
+        assert!(scan(ScanOp::Sum, &x.to_dtype(DType::C32), 0, None).is_err());
+    }
+
+    #[test]
+    fn complex_log_add_exp_keeps_the_phase_sum_unwrapped() {
+        let z = log_add_exp_complex(CDouble::new(0.0, 3.0), CDouble::new(f64::NEG_INFINITY, 0.0));
+        assert_eq!(z, CDouble::new(0.0, 3.0));
+        let w = log_add_exp_complex(CDouble::new(1.0, 0.5), CDouble::new(1.0, 0.5));
+        assert!((w - CDouble::new(1.0 + std::f64::consts::LN_2, 0.5)).norm() < 1e-12);
     }
 
     #[test]

@@ -177,3 +177,77 @@ pub(crate) fn record_svd(a: &Tensor, u: &Tensor, s: &Tensor, vh: &Tensor) -> Res
         Ok(vec![Some(ga)])
     })
 }
+
+/// The largest `|Im z|` over `z`, as a number.
+fn max_abs_imag(z: &Tensor) -> Result<f64> {
+    use crate::ops::reduce::{reduce, ReduceOp};
+    let im = crate::ops::unary::unary(crate::ops::unary::UnaryOp::Abs, &crate::ops::complex::imag(z)?)?;
+    if im.numel() == 0 {
+        return Ok(0.0);
+    }
+    reduce(ReduceOp::Amax, &im, None, false, None)?.item_f64()
+}
+
+/// `A = V diag(w) V⁻¹` with unit-norm columns of `V` (`eig`): with `X = Vᴴ gV`, the term
+/// `Vᴴ V·Re(diag X)` removes the part of `gV` that only rescales the columns (they are normalised),
+/// and `gA = V⁻ᴴ (diag(gw) + offdiag((X - VᴴV·Re diag X) / conj(E))) Vᴴ` with `Eᵢⱼ = wⱼ - wᵢ`.
+/// The phases of the columns are arbitrary, so a loss that depends on them (`Im diag X` not
+/// about zero) has no gradient, and is refused as PyTorch does.
+pub(crate) fn record_eig(a: &Tensor, w: &Tensor, v: &Tensor) -> Result<()> {
+    record("LinalgEigBackward0", &[a], &[w, v], &[w, v], |ctx, g| {
+        let (w, v) = (ctx.saved(0)?, ctx.saved(1)?);
+        let vh = mh(&v)?;
+        let x = matmul(&vh, &g[1])?;
+        let diag = x.diagonal(0, -2, -1)?;
+        if max_abs_imag(&diag)? > 1e-2 {
+            crate::bail!(Runtime, "linalg_eig_backward: the eigenvectors of a complex eigendecomposition are only defined up to a phase e^(i·φ) per column, and this loss depends on those phases, so its gradient is not defined");
+        }
+        let re_diag = scale(&add(&diag, &conj(&diag)?)?, 0.5)?;
+        let x = sub(&x, &matmul(&vh, &mul(&v, &re_diag.unsqueeze(-2)?)?)?)?;
+        let eye = eye_like(last(&w), &w);
+        let wc = conj(&w)?;
+        let e = add(&sub(&wc.unsqueeze(-2)?, &wc.unsqueeze(-1)?)?, &eye)?;
+        let off = mul(&super::div(&x, &e)?, &super::shift(&scale(&eye, -1.0)?, 1.0)?)?;
+        let inner = add(&off, &mul(&eye, &g[0].unsqueeze(-2)?)?)?;
+        Ok(vec![Some(solve(&vh, &matmul(&inner, &vh)?)?)])
+    })
+}
+
+/// For each row `r` of `A`, the row of the packed LU factor that holds it (the inverse of the
+/// row order LAPACK's 1-based successive swaps `pivots` produce), as `[*, n, n]` gather indices.
+fn rows_in_lu(pivots: &Tensor, n: usize) -> Result<Tensor> {
+    let swaps = pivots.contiguous().to_dtype(crate::DType::I64).to_vec::<i64>()?;
+    let k = pivots.shape().last().copied().unwrap_or(0);
+    let count = swaps.len().checked_div(k).unwrap_or(0); // no pivots: no matrices to permute
+    let mut inverse = Vec::with_capacity(count * n * n);
+    for m in 0..count {
+        let mut order: Vec<usize> = (0..n).collect();
+        for (j, &p) in swaps[m * k..(m + 1) * k].iter().enumerate() {
+            order.swap(j, p as usize - 1);
+        }
+        let mut inv = vec![0i64; n];
+        for (i, &r) in order.iter().enumerate() {
+            inv[r] = i as i64;
+        }
+        inverse.extend(inv.iter().flat_map(|&i| std::iter::repeat_n(i, n)));
+    }
+    let mut shape = pivots.shape()[..pivots.ndim() - 1].to_vec();
+    shape.extend([n, n]);
+    Tensor::from_vec(inverse, &shape)
+}
+
+/// Square `A = P L U` packed into `LU` (`lu_factor`): with `gL = tril₋₁(gLU)`, `gU = triu(gLU)`,
+/// `gA = P L⁻ᴴ (tril₋₁(Lᴴ gL) + triu(gU Uᴴ)) U⁻ᴴ`.
+pub(crate) fn record_lu_factor(a: &Tensor, lu: &Tensor, pivots: &Tensor) -> Result<()> {
+    let n = last(lu);
+    record("LinalgLuFactorExBackward0", &[a], &[lu], &[lu, pivots], move |ctx, g| {
+        let (lu, pivots) = (ctx.saved(0)?, ctx.saved(1)?);
+        let l = add(&tri(&lu, -1, false)?, &eye_like(n, &lu))?;
+        let u = tri(&lu, 0, true)?;
+        let phi_l = tri(&matmul(&mh(&l)?, &tri(&g[0], -1, false)?)?, -1, false)?;
+        let phi_u = tri(&matmul(&tri(&g[0], 0, true)?, &mh(&u)?)?, 0, true)?;
+        let right = solve_triangular(&mh(&u)?, &add(&phi_l, &phi_u)?, false, false, false)?;
+        let m = solve_triangular(&mh(&l)?, &right, true, true, true)?;
+        Ok(vec![Some(crate::ops::index::gather(&m, -2, &rows_in_lu(&pivots, n)?)?)])
+    })
+}

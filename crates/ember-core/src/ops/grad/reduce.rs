@@ -103,12 +103,15 @@ pub(crate) fn select_backward(g: &Tensor, indices: &Tensor, d: usize, keepdim: b
 
 /// Records `y = scan(x)` along `d`.
 pub(crate) fn record_scan(op: ScanOp, x: &Tensor, d: usize, y: &Tensor) -> Result<()> {
-    if !y.dtype().is_float() {
+    if !y.dtype().is_inexact() {
         return Ok(());
     }
     match op {
         ScanOp::Sum => record("CumsumBackward0", &[x], &[y], &[], move |_, g| Ok(vec![Some(reverse_cumsum(&g[0], d)?)])),
-        ScanOp::Prod => record("CumprodBackward0", &[x], &[y], &[x, y], move |ctx, g| Ok(vec![Some(cumprod_backward(&g[0], &ctx.saved(0)?, &ctx.saved(1)?, d)?)])),
+        ScanOp::Prod => record("CumprodBackward0", &[x], &[y], &[x, y], move |ctx, g| {
+            let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+            Ok(vec![Some(if y.dtype().is_complex() { cumprod_backward_complex(&g[0], &x, &y, d)? } else { cumprod_backward(&g[0], &x, &y, d)? })])
+        }),
         ScanOp::LogSumExp => crate::autograd::not_implemented("logcumsumexp", &[x]),
     }
 }
@@ -119,6 +122,13 @@ fn reverse_cumsum(g: &Tensor, d: usize) -> Result<Tensor> {
         return Ok(g.clone());
     }
     scan(ScanOp::Sum, &g.flip(&[d as i64])?, d as i64, None)?.flip(&[d as i64])
+}
+
+/// cumprod is holomorphic, so its conjugate-Wirtinger gradient is `Jᴴg = conj(Jᵀ conj(g))`, the
+/// real formula (which applies `Jᵀ`) between two conjugations.
+fn cumprod_backward_complex(g: &Tensor, x: &Tensor, y: &Tensor, d: usize) -> Result<Tensor> {
+    let conj = crate::ops::complex::conj;
+    conj(&cumprod_backward(&conj(g)?, x, y, d)?)
 }
 
 /// d/dx_i of Σ_j g_j·y_j with y = cumprod(x): Σ_{j≥i} g_j·y_j / x_i before the first zero of a

@@ -8,7 +8,6 @@ use crate::tensor::Tensor;
 use crate::with_field;
 use faer::linalg::evd::{self, ComputeEigenvectors};
 use faer::diag::Diag;
-use faer::reborrow::ReborrowMut;
 use faer::{Mat, MatRef};
 
 /// The Hermitian matrix whose `lower` (else upper) triangle is that of `a` (the imaginary part of
@@ -39,10 +38,16 @@ pub fn eigh_kernel(a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Op
             let mut s = Diag::<T>::zeros(n);
             let want = if vectors { ComputeEigenvectors::Yes } else { ComputeEigenvectors::No };
             let mut buf = scratch(evd::self_adjoint_evd_scratch::<T>(n, want, par, Default::default()));
-            let mut u = out.as_ref().map(|o| o.mat::<T>(i));
-            let done = evd::self_adjoint_evd(h.as_ref(), s.as_mut(), u.as_mut().map(|u| u.rb_mut()), par, stack(&mut buf), Default::default());
+            // faer's divide and conquer and its Householder back-transform run on columns: a
+            // column-major scratch, copied into the row-major output once at the end, is much
+            // faster than handing it the output itself.
+            let mut u = vectors.then(|| Mat::<T>::zeros(n, n));
+            let done = evd::self_adjoint_evd(h.as_ref(), s.as_mut(), u.as_mut().map(|u| u.as_mut()), par, stack(&mut buf), Default::default());
             if done.is_err() {
                 *codes.at(i as isize) = 1;
+            }
+            if let (Some(o), Some(u)) = (out.as_ref(), u.as_ref()) {
+                o.mat::<T>(i).copy_from(u.as_ref());
             }
             for j in 0..n {
                 *pv.at((i * n + j) as isize) = s.column_vector()[j].to_c128().re;

@@ -146,18 +146,29 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
     Ok(s)
 }
 
-/// `(eigenvalues, eigenvectors)` of general matrices, complex; no derivative yet.
+/// `(eigenvalues, eigenvectors)` of general matrices, complex. Under autograd the eigenvectors
+/// are computed even for `eigvals`, since the derivative needs them.
 pub fn eig(a: &Tensor, vectors: bool) -> Result<(Tensor, Option<Tensor>)> {
-    not_implemented(if vectors { "linalg_eig" } else { "linalg_eigvals" }, &[a])?;
+    if crate::autograd::needs_grad(&[a]) {
+        let (w, v) = track(&[a], || {
+            let (w, v, info) = eig_kernel(a, true)?;
+            info.check("linalg.eig", |_| NO_CONVERGENCE.into())?;
+            Ok((w, v.expect("eigenvectors were asked for")))
+        }, |(w, v)| grad::record_eig(a, w, v))?;
+        return Ok((w, vectors.then_some(v)));
+    }
     let (w, v, info) = eig_kernel(a, vectors)?;
     info.check("linalg.eig", |_| NO_CONVERGENCE.into())?;
     Ok((w, v))
 }
 
-/// `(LU, pivots, info)`; no derivative yet.
+/// `(LU, pivots, info)`; differentiable for square input.
 pub fn lu_factor_ex(a: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor, Tensor)> {
-    not_implemented("linalg_lu_factor_ex", &[a])?;
-    let (lu, piv, info) = lu_factor_kernel(a)?;
+    let square = a.ndim() >= 2 && a.shape()[a.ndim() - 1] == a.shape()[a.ndim() - 2];
+    if !square {
+        not_implemented("linalg_lu_factor_ex on non-square input", &[a])?;
+    }
+    let (lu, piv, info) = track(&[a], || lu_factor_kernel(a), |(lu, piv, _)| grad::record_lu_factor(a, lu, piv))?;
     if check_errors {
         info.check("torch.linalg.lu_factor_ex", |c| format!("U[{c},{c}] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"))?;
     }
