@@ -9,6 +9,7 @@ mod conv_direct;
 pub mod creation;
 pub mod embedding;
 pub mod fft;
+pub mod half;
 pub mod linalg;
 mod fft_plan;
 pub(crate) mod grad;
