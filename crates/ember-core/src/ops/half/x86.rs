@@ -140,19 +140,37 @@ pub unsafe fn f16_to_f32_avx512(src: *const u16, dst: *mut f32, n: usize) {
 
 // ---- AVX-512 BF16 ----
 
-/// `vcvtne2ps2bf16` rounds to nearest even and quiets NaN like the integer paths.
+/// Lanes holding a float32 subnormal, which the BF16 instructions flush to zero.
+#[inline(always)]
+unsafe fn subnormal_lanes(x: __m512) -> __mmask16 {
+    let bits = _mm512_castps_si512(x);
+    _mm512_testn_epi32_mask(bits, _mm512_set1_epi32(0x7f80_0000)) & _mm512_test_epi32_mask(bits, _mm512_set1_epi32(0x007f_ffff))
+}
+
+/// `vcvtne2ps2bf16` rounds to nearest even and quiets NaN like the integer paths, but treats
+/// subnormal inputs as zero: blocks that hold one take the integer rounding instead.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
 pub unsafe fn f32_to_bf16_avx512bf16(src: *const f32, dst: *mut u16, n: usize) {
     let mut i = 0;
     while i + 32 <= n {
         let (lo, hi) = (_mm512_loadu_ps(src.add(i)), _mm512_loadu_ps(src.add(i + 16)));
-        let pair: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
-        _mm512_storeu_si512(dst.add(i) as *mut __m512i, pair);
+        if subnormal_lanes(lo) | subnormal_lanes(hi) != 0 {
+            _mm256_storeu_si256(dst.add(i) as *mut __m256i, bf16_round_avx512(_mm512_castps_si512(lo)));
+            _mm256_storeu_si256(dst.add(i + 16) as *mut __m256i, bf16_round_avx512(_mm512_castps_si512(hi)));
+        } else {
+            let pair: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+            _mm512_storeu_si512(dst.add(i) as *mut __m512i, pair);
+        }
         i += 32;
     }
     while i < n {
         let m = lanes(n - i);
-        let h: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src.add(i))));
+        let x = _mm512_maskz_loadu_ps(m, src.add(i));
+        let h: __m256i = if subnormal_lanes(x) != 0 {
+            bf16_round_avx512(_mm512_castps_si512(x))
+        } else {
+            std::mem::transmute(_mm512_cvtneps_pbh(x))
+        };
         _mm256_mask_storeu_epi16(dst.add(i) as *mut i16, m, h);
         i += 16;
     }
