@@ -168,10 +168,10 @@ unsafe fn kernel(kp: usize, a: *const u32, b: *const u32, c: *mut f32, ldc: usiz
     use std::arch::x86_64::*;
     let mut acc = [[_mm512_setzero_ps(); 2]; MR];
     for q in 0..kp {
-        let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.add(q * NR) as *const __m512i));
-        let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.add(q * NR + 16) as *const __m512i));
+        let b0 = std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(b.add(q * NR) as *const __m512i));
+        let b1 = std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(b.add(q * NR + 16) as *const __m512i));
         for (i, row) in acc.iter_mut().enumerate() {
-            let ai: __m512bh = std::mem::transmute(_mm512_set1_epi32(*a.add(q * MR + i) as i32));
+            let ai = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(*a.add(q * MR + i) as i32));
             row[0] = _mm512_dpbf16_ps(row[0], ai, b0);
             row[1] = _mm512_dpbf16_ps(row[1], ai, b1);
         }

@@ -46,7 +46,7 @@ pub fn f32_to_f16_bits(x: f32) -> u16 {
         return sign | round_shift(full, shift) as u16;
     }
     // The carry of a round-up may run into the exponent, which is right (up to infinity).
-    sign | ((half_exp as u32) << 10) as u16 + round_shift(man, 13) as u16
+    sign | (((half_exp as u32) << 10) as u16 + round_shift(man, 13) as u16)
 }
 
 /// `v >> shift`, rounded to nearest with ties to even.

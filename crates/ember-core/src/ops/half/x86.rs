@@ -158,7 +158,7 @@ pub unsafe fn f32_to_bf16_avx512bf16(src: *const f32, dst: *mut u16, n: usize) {
             _mm256_storeu_si256(dst.add(i) as *mut __m256i, bf16_round_avx512(_mm512_castps_si512(lo)));
             _mm256_storeu_si256(dst.add(i + 16) as *mut __m256i, bf16_round_avx512(_mm512_castps_si512(hi)));
         } else {
-            let pair: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+            let pair = std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(hi, lo));
             _mm512_storeu_si512(dst.add(i) as *mut __m512i, pair);
         }
         i += 32;
@@ -169,7 +169,7 @@ pub unsafe fn f32_to_bf16_avx512bf16(src: *const f32, dst: *mut u16, n: usize) {
         let h: __m256i = if subnormal_lanes(x) != 0 {
             bf16_round_avx512(_mm512_castps_si512(x))
         } else {
-            std::mem::transmute(_mm512_cvtneps_pbh(x))
+            std::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(x))
         };
         _mm256_mask_storeu_epi16(dst.add(i) as *mut i16, m, h);
         i += 16;
