@@ -309,8 +309,57 @@ def _linalg_group():
     return Group("linalg", "Linear algebra, float64 (ember.linalg on faer vs numpy.linalg and torch.linalg)", make_inputs, workloads)
 
 
+_HALF_CACHE = {}
+
+
+def _half(lib, x, name):
+    """`x` cast to the half dtype `name` once per input (the cast is not what is timed)."""
+    key = (id(x), name)
+    if key not in _HALF_CACHE:
+        dtype = getattr(np if lib.name == "numpy" else lib.module, name)
+        _HALF_CACHE[key] = (x, x.astype(dtype) if lib.name == "numpy" else x.to(dtype))
+    return _HALF_CACHE[key][1]
+
+
+def _cast(lib, x, name):
+    return x.astype(getattr(np, name)) if lib.name == "numpy" else x.to(getattr(lib.module, name))
+
+
+def _at_medium(lib, a, b):
+    """A float32 matmul at float32 matmul precision "medium" (bfloat16 operands where supported)."""
+    lib.module.set_float32_matmul_precision("medium")
+    try:
+        return a @ b
+    finally:
+        lib.module.set_float32_matmul_precision("highest")
+
+
+def _half_group():
+    n_elem, n_mm = 2048 * 2048, 1024
+
+    def make_inputs(rng):
+        shape = (2048, 2048)
+        return {"a": rng.standard_normal(shape, dtype=np.float32), "b": rng.standard_normal(shape, dtype=np.float32),
+                "ma": rng.standard_normal((n_mm, n_mm), dtype=np.float32), "mb": rng.standard_normal((n_mm, n_mm), dtype=np.float32)}
+
+    two = 2.0 * n_elem
+    workloads = []
+    for name in ("bfloat16", "float16"):
+        h = lambda lib, x, name=name: _half(lib, x, name)  # noqa: E731
+        workloads += [
+            Workload(f"{name} add, 4M", "GB/s", 3 * two, ("a", "b"), lambda lib, a, b, h=h: h(lib, a) + h(lib, b)),
+            Workload(f"{name} exp, 4M", "GB/s", 2 * two, ("a",), lambda lib, a, h=h: lib.module.exp(h(lib, a))),
+            Workload(f"{name} sum, 4M", "GB/s", two, ("a",), lambda lib, a, h=h: h(lib, a).sum()),
+            Workload(f"float32 -> {name}, 4M", "GB/s", 3 * two, ("a",), lambda lib, a, name=name: _cast(lib, a, name)),
+            Workload(f"{name} -> float32, 4M", "GB/s", 3 * two, ("a",), lambda lib, a, h=h: h(lib, a).astype(np.float32) if lib.name == "numpy" else h(lib, a).float()),
+            Workload(f"{name} matmul {n_mm}", "GFLOP/s", 2.0 * n_mm**3, ("ma", "mb"), lambda lib, a, b, h=h: h(lib, a) @ h(lib, b)),
+        ]
+    workloads.append(Workload(f"float32 matmul {n_mm} at precision 'medium'", "GFLOP/s", 2.0 * n_mm**3, ("ma", "mb"), _at_medium))
+    return Group("half", "bfloat16 / float16 (2048x2048 elementwise, 1024 matmul)", make_inputs, workloads)
+
+
 GROUPS = [_matmul_group(), _elementwise_group(), _reduction_group(), _conv_group(), _channels_last_group(), _overhead_group(),
-          _fft_group(), _linalg_group()]
+          _fft_group(), _linalg_group(), _half_group()]
 
 
 # ---- timing (parent process, all libraries side by side) ----

@@ -261,6 +261,48 @@ fn get_num_threads() -> usize {
     ember_core::parallel::num_threads()
 }
 
+// ---- half precision paths and float32 matmul precision ----
+
+/// Forces the bfloat16/float16 conversion path ("scalar", "avx2", "avx512", "avx512bf16"), or
+/// goes back to detection with `None` (for tests and benchmarks).
+#[pyfunction]
+#[pyo3(signature = (name=None))]
+fn _set_half_path(name: Option<&str>) -> PyResult<()> {
+    use ember_core::ops::half::{force_path, Path};
+    let path = match name {
+        None => None,
+        Some(n) => Some(Path::from_name(n).ok_or_else(|| {
+            PyValueError::new_err(format!("_set_half_path(): expected one of 'scalar', 'avx2', 'avx512', 'avx512bf16', got '{n}'"))
+        })?),
+    };
+    force_path(path).py()
+}
+#[pyfunction]
+fn _get_half_path() -> &'static str {
+    ember_core::ops::half::path().name()
+}
+/// The paths this CPU can run, slowest first.
+#[pyfunction]
+fn _half_paths() -> Vec<&'static str> {
+    use ember_core::ops::half::Path;
+    Path::ALL.into_iter().filter(|p| p.is_supported()).map(|p| p.name()).collect()
+}
+/// Sets the precision; `False` when the name is not one of the three (the caller warns).
+#[pyfunction]
+fn _set_float32_matmul_precision(name: &str) -> bool {
+    match products::Precision::from_name(name) {
+        Some(p) => {
+            products::set_float32_matmul_precision(p);
+            true
+        }
+        None => false,
+    }
+}
+#[pyfunction]
+fn _get_float32_matmul_precision() -> &'static str {
+    products::float32_matmul_precision().name()
+}
+
 // ---- random ----
 
 /// `ember.Generator`: a seedable Philox stream; `None` in a sampling call means the default one.
@@ -384,6 +426,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(addmm, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_half_path, m)?)?;
+    m.add_function(wrap_pyfunction!(_get_half_path, m)?)?;
+    m.add_function(wrap_pyfunction!(_half_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_float32_matmul_precision, m)?)?;
+    m.add_function(wrap_pyfunction!(_get_float32_matmul_precision, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(initial_seed, m)?)?;
     m.add_function(wrap_pyfunction!(get_rng_state, m)?)?;

@@ -60,6 +60,7 @@ from ember import fft  # noqa: E402,F401
 from ember import linalg  # noqa: E402,F401
 from ember._linalg_api import *  # noqa: E402,F401,F403
 from ember._spectral import *  # noqa: E402,F401,F403
+from ember._precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402,F401
 from ember import _foreach as _foreach_module  # noqa: E402
 
 # PyTorch's private multi-tensor ops live at the top level: ember._foreach_add_ ...

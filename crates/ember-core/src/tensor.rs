@@ -281,6 +281,9 @@ impl Tensor {
     fn copy_from_unchecked(&self, src: &Tensor) {
         use crate::ops::map::unary_into;
         use crate::with_complex;
+        if crate::ops::half::map::convert_into(src, self) {
+            return;
+        }
         match (src.dtype().is_complex(), self.dtype().is_complex()) {
             (false, false) => with_dtype!(self.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
             (true, true) => with_complex!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),

@@ -297,14 +297,8 @@ macro_rules! fmap2 {
         match $a.dtype() {
             DType::F32 => binary_into::<f32, f32, $O!(f32)>($a, $b, $o, |$x: f32, $y: f32| $body),
             DType::F64 => binary_into::<f64, f64, $O!(f64)>($a, $b, $o, |$x: f64, $y: f64| $body),
-            DType::F16 => binary_into::<f16, f16, $O!(f16)>($a, $b, $o, |p: f16, q: f16| {
-                let ($x, $y) = (p.to_f32(), q.to_f32());
-                $O!(@wrap f16, $body)
-            }),
-            DType::BF16 => binary_into::<bf16, bf16, $O!(bf16)>($a, $b, $o, |p: bf16, q: bf16| {
-                let ($x, $y) = (p.to_f32(), q.to_f32());
-                $O!(@wrap bf16, $body)
-            }),
+            DType::F16 => $O!(@half f16, $a, $b, $o, |$x, $y| $body),
+            DType::BF16 => $O!(@half bf16, $a, $b, $o, |$x, $y| $body),
             d => unreachable!("float kernel on {d}"),
         }
     };
@@ -320,14 +314,22 @@ macro_rules! imap2 {
 }
 
 // Output type selectors for the kernel macros: the same type, or bool.
+// `@half`: the half-precision kernel, float32 blocks for arithmetic, per element for predicates.
 macro_rules! same {
     ($t:ty) => { $t };
-    (@wrap $t:ty, $v:expr) => { <$t>::from_f32($v) };
+    (@half $t:ty, $a:expr, $b:expr, $o:expr, |$x:ident, $y:ident| $body:expr) => {
+        super::half::map::binary_into::<$t>($a, $b, $o, |$x: f32, $y: f32| $body)
+    };
     (@int $t:ty, $v:expr) => { <$t>::from_i64($v) };
 }
 macro_rules! boolean {
     ($t:ty) => { bool };
-    (@wrap $t:ty, $v:expr) => { $v };
+    (@half $t:ty, $a:expr, $b:expr, $o:expr, |$x:ident, $y:ident| $body:expr) => {
+        binary_into::<$t, $t, bool>($a, $b, $o, |p: $t, q: $t| {
+            let ($x, $y) = (p.to_f32(), q.to_f32());
+            $body
+        })
+    };
     (@int $t:ty, $v:expr) => { $v };
 }
 

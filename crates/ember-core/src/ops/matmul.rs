@@ -1,5 +1,8 @@
-//! Matrix products on the `gemm` crate (f32, f64, f16); bfloat16 goes through float32 until its
-//! own kernel lands; integers use a plain blocked loop.
+//! Matrix products on the `gemm` crate (f32, f64, f16); bfloat16 on Ember's `vdpbf16ps` kernel
+//! (`half::gemm`) where the CPU has AVX512-BF16, else through float32; integers use a plain
+//! blocked loop. The float32 matmul precision setting can route float32 products to the
+//! bfloat16 kernel.
+use super::half::gemm::{Mat, Source};
 use super::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
@@ -9,6 +12,45 @@ use crate::parallel::{for_range, pool};
 use crate::tensor::Tensor;
 use crate::with_dtype;
 use half::f16;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// `torch.set_float32_matmul_precision`'s settings. On this CPU backend "medium" runs float32
+/// products on the bfloat16 kernel (operands rounded to bfloat16, float32 sums) when the CPU has
+/// AVX512-BF16; "high" has no faster algorithm here and computes like "highest".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    Highest = 0,
+    High = 1,
+    Medium = 2,
+}
+
+impl Precision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Highest => "highest",
+            Precision::High => "high",
+            Precision::Medium => "medium",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Precision> {
+        [Precision::Highest, Precision::High, Precision::Medium].into_iter().find(|p| p.name() == name)
+    }
+}
+
+static PRECISION: AtomicU8 = AtomicU8::new(Precision::Highest as u8);
+
+pub fn set_float32_matmul_precision(p: Precision) {
+    PRECISION.store(p as u8, Ordering::Relaxed);
+}
+
+pub fn float32_matmul_precision() -> Precision {
+    match PRECISION.load(Ordering::Relaxed) {
+        0 => Precision::Highest,
+        1 => Precision::High,
+        _ => Precision::Medium,
+    }
+}
 
 /// `dst = alpha·dst + beta·(a @ b)` for one (m×k)·(k×n) product with arbitrary strides.
 #[allow(clippy::too_many_arguments)]
@@ -60,6 +102,13 @@ fn check_dtypes(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
 
 /// Batched product over the leading dims of 3-d operands `[B, m, k] @ [B, k, n]`.
 fn bmm_into(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
+    if super::half::gemm::available() {
+        match a.dtype() {
+            DType::BF16 => return bmm_bf16::<half::bf16>(a, b, out, accumulate),
+            DType::F32 if float32_matmul_precision() == Precision::Medium => return bmm_bf16::<f32>(a, b, out, accumulate),
+            _ => {}
+        }
+    }
     // bfloat16 and complex32 have no gemm kernel: they compute in float32 / complex64.
     let wide = match a.dtype() {
         DType::BF16 => Some(DType::F32),
@@ -100,6 +149,28 @@ fn bmm_typed<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool)
         } else {
             pool().install(|| (0..batch).for_each(|i| run(i, threads)));
         }
+    }
+}
+
+/// `bmm_into` on the bfloat16 kernel: float32 sums, rounded once into `out`'s dtype.
+fn bmm_bf16<S: Source + Element>(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
+    let (batch, m, k, n) = (a.shape()[0], a.shape()[1], a.shape()[2], b.shape()[2]);
+    let (pa, pb, po) = (Ptr(a.data_ptr::<S>()), Ptr(b.data_ptr::<S>()), Ptr(out.data_ptr::<S>()));
+    let (sa, sb, so) = (a.strides(), b.strides(), out.strides());
+    let run = |i: usize| unsafe {
+        let i = i as isize;
+        let mut c = vec![0f32; m * n];
+        let am = Mat { ptr: Ptr(pa.at(i * sa[0])), rs: sa[1], cs: sa[2] };
+        let bm = Mat { ptr: Ptr(pb.at(i * sb[0])), rs: sb[1], cs: sb[2] };
+        super::half::gemm::gemm(m, n, k, am, bm, &mut c);
+        for (r, row) in c.chunks_exact_mut(n.max(1)).enumerate().take(m) {
+            S::store_row(row, po.at(i * so[0] + r as isize * so[1]), so[2], accumulate);
+        }
+    };
+    if batch >= pool().current_num_threads() && m * n * k < 256 * 256 * 256 {
+        for_range(batch, 1, |s, e| (s..e).for_each(run));
+    } else {
+        (0..batch).for_each(run);
     }
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod conv_weight_grad;
 pub mod creation;
 pub mod embedding;
 pub mod fft;
+pub mod half;
 pub mod linalg;
 mod fft_plan;
 pub(crate) mod grad;

@@ -1,6 +1,7 @@
 //! Reductions over any set of dims. The reduced dims are merged into runs (`Plan`); each output
 //! folds its runs with 8 independent accumulators, which is what lets float sums vectorise.
 use super::map::Ptr;
+use super::half::map::{self as half_map, Fold};
 use super::sum_simd::{self, Run};
 use crate::bail;
 use crate::dtype::{DType, Element};
@@ -117,24 +118,25 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
             fold::<$T, $A, $O>(&x, &mask, &out, $init, $load, $step, $finish, $run)
         };
     }
-    // `sums`: whether the fold is a sum, which has explicit-SIMD runs for f32 and f64.
+    // `sums`: whether the fold is a sum, which has explicit-SIMD runs for f32 and f64; `fold`:
+    // the half-precision run (float32 blocks, see `half::map`).
     macro_rules! floats {
-        ($init:expr, $step:expr, $finish:expr, $sums:expr) => {
+        ($init:expr, $step:expr, $finish:expr, $sums:expr, $fold:expr) => {
             match d {
                 DType::F32 => go!(f32, f32, f32, $init, |v| v, $step, |a, n| $finish(a, n), sum_simd::f32_sum().filter(|_| $sums)),
                 DType::F64 => go!(f64, f64, f64, $init, |v| v, $step, |a, n| $finish(a, n), sum_simd::f64_sum().filter(|_| $sums)),
-                DType::F16 => go!(f16, f32, f16, $init, |v: f16| v.to_f32(), $step, |a, n| f16::from_f32($finish(a, n))),
-                DType::BF16 => go!(bf16, f32, bf16, $init, |v: bf16| v.to_f32(), $step, |a, n| bf16::from_f32($finish(a, n))),
+                DType::F16 => go!(f16, f32, f16, $init, |v: f16| v.to_f32(), $step, |a, n| f16::from_f32($finish(a, n)), Some(half_map::run::<f16>($fold))),
+                DType::BF16 => go!(bf16, f32, bf16, $init, |v: bf16| v.to_f32(), $step, |a, n| bf16::from_f32($finish(a, n)), Some(half_map::run::<bf16>($fold))),
                 _ => unreachable!(),
             }
         };
     }
     match op {
-        Sum if d.is_float() => floats!(0.0, |a, b| a + b, |a, _| a, true),
-        Prod if d.is_float() => floats!(1.0, |a, b| a * b, |a, _| a, false),
-        Mean => floats!(0.0, |a, b| a + b, mean_of, true),
-        Amax if d.is_float() => floats!(f32::NEG_INFINITY as _, |a, b| if a > b || a.is_nan() { a } else { b }, |a, _| a, false),
-        Amin if d.is_float() => floats!(f32::INFINITY as _, |a, b| if a < b || a.is_nan() { a } else { b }, |a, _| a, false),
+        Sum if d.is_float() => floats!(0.0, |a, b| a + b, |a, _| a, true, Fold::Sum),
+        Prod if d.is_float() => floats!(1.0, |a, b| a * b, |a, _| a, false, Fold::Prod),
+        Mean => floats!(0.0, |a, b| a + b, mean_of, true, Fold::Sum),
+        Amax if d.is_float() => floats!(f32::NEG_INFINITY as _, |a, b| if a > b || a.is_nan() { a } else { b }, |a, _| a, false, Fold::Max),
+        Amin if d.is_float() => floats!(f32::INFINITY as _, |a, b| if a < b || a.is_nan() { a } else { b }, |a, _| a, false, Fold::Min),
         Sum => with_dtype!(d, T, go!(T, i64, i64, 0, |v: T| v.to_i64(), |a: i64, b| a.wrapping_add(b), |a, _| a)),
         Prod => with_dtype!(d, T, go!(T, i64, i64, 1, |v: T| v.to_i64(), |a: i64, b| a.wrapping_mul(b), |a, _| a)),
         Amax => with_dtype!(d, T, go!(T, i64, T, i64::MIN, |v: T| v.to_i64(), |a: i64, b| a.max(b), |a, _| T::from_i64(a))),

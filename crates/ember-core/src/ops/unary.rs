@@ -1,5 +1,5 @@
 //! One-input elementwise ops. Float ops on integer input compute in float32 (as PyTorch does);
-//! float16/bfloat16 compute in float32 and round once on the way out.
+//! float16/bfloat16 compute in float32 blocks and round once on the way out (`half::map`).
 use super::map::unary_into;
 use super::math::Real;
 use crate::autograd;
@@ -167,14 +167,8 @@ macro_rules! fmap {
         match $x.dtype() {
             DType::F32 => unary_into::<f32, f32>($x, $o, |$v: f32| $body),
             DType::F64 => unary_into::<f64, f64>($x, $o, |$v: f64| $body),
-            DType::F16 => unary_into::<f16, f16>($x, $o, |h: f16| {
-                let $v = h.to_f32();
-                f16::from_f32($body)
-            }),
-            DType::BF16 => unary_into::<bf16, bf16>($x, $o, |h: bf16| {
-                let $v = h.to_f32();
-                bf16::from_f32($body)
-            }),
+            DType::F16 => super::half::map::unary_into::<f16>($x, $o, |$v: f32| $body),
+            DType::BF16 => super::half::map::unary_into::<bf16>($x, $o, |$v: f32| $body),
             d => unreachable!("float kernel on {d}"),
         }
     };
