@@ -67,6 +67,20 @@ window = ember.hann_window(256)
 spec = ember.stft(signal, 256, hop_length=64, window=window, return_complex=True)
 back = ember.istft(spec, 256, hop_length=64, window=window, length=rate)
 print("stft", tuple(spec.shape), "-> istft round trip max error:", f"{(back - signal).abs().max().item():.1e}")
+# Numerics: ember.linalg on faer, and a conv net under bfloat16 autocast in channels-last memory.
+a = ember.randn(64, 64, dtype=ember.float64)
+a = a @ a.mT + 64 * ember.eye(64, dtype=ember.float64)
+b = ember.randn(64, 3, dtype=ember.float64)
+solved = ember.linalg.solve(a, b)
+print("\nlinalg.solve residual", f"{(a @ solved - b).abs().max().item():.1e}",
+      "| eigvalsh of an SPD matrix all positive:", bool((ember.linalg.eigvalsh(a) > 0).all()))
+net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 8, 1))
+net = net.eval().to(memory_format=ember.channels_last)
+images = ember.randn(4, 3, 32, 32).to(memory_format=ember.channels_last)
+with ember.no_grad(), ember.autocast("cpu", dtype=ember.bfloat16):
+    features = net(images)
+print("conv net under bf16 autocast on channels-last input:", features.dtype, tuple(features.shape),
+      "| output channels-last:", features.is_contiguous(memory_format=ember.channels_last))
 
 # emberdata: a shuffled DataPipe graph batched into ember tensors, and a mid-epoch resume.
 from emberdata import DataLoader  # noqa: E402

@@ -207,6 +207,16 @@ def test_backward_gives_float32_gradients_to_float32_parameters():
         assert p.grad is not None and p.grad.dtype == F32
 
 
+def test_modules_follow_the_policy():
+    # nn modules keep their functional as a staticmethod: autocast must reach it there too.
+    nn = ember.nn
+    with ember.autocast("cpu"):
+        assert nn.Conv2d(3, 4, 3)(f(2, 3, 8, 8)).dtype == BF16
+        assert nn.ConvTranspose2d(3, 4, 3)(f(2, 3, 8, 8)).dtype == BF16
+        assert nn.MaxPool3d(2)(b(1, 2, 4, 4, 4)).dtype == F32
+        assert nn.AvgPool2d(2)(b(1, 2, 4, 4)).dtype == BF16
+
+
 def test_weight_cast_is_cached_within_a_region():
     w = ember.randn(4, 4, requires_grad=True)
     with ember.autocast("cpu"):

@@ -136,14 +136,19 @@ def _holders(module_name):
 
 
 def _replace_everywhere(original, wrapped):
-    """Points every `ember` module attribute (and Tensor attribute) that holds `original` at
-    `wrapped`, so `ember.matmul`, `Tensor.matmul` and re-exports all go through the policy."""
+    """Points every `ember` module attribute that holds `original` at `wrapped`, and every
+    `staticmethod(original)` of a class defined there (the nn modules keep their functional
+    that way), so `ember.matmul`, re-exports and `nn.Conv2d` all go through the policy."""
     for name, module in list(sys.modules.items()):
         if module is None or not (name == "ember" or name.startswith("ember.")):
             continue
         for attr, value in list(vars(module).items()):
             if value is original:
                 setattr(module, attr, wrapped)
+            elif isinstance(value, type) and value.__module__ == name:
+                for key, member in list(vars(value).items()):
+                    if isinstance(member, staticmethod) and member.__func__ is original:
+                        setattr(value, key, staticmethod(wrapped))
 
 
 def _install_table(table, target, done):
