@@ -196,8 +196,14 @@ def child_times(section, name):
 def times_in_child(section, name):
     """Runs one library's column of a section in its own process, so no other library's thread
     pool (PyTorch's OpenMP, NumPy's OpenBLAS, Ember's) spins against it while it is timed."""
-    command = [sys.executable, os.path.abspath(__file__), "--child-times", section, name]
-    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=150)
+    return run_child(["--child-times", section, name], timeout=150)
+
+
+def run_child(args, timeout):
+    """This script run with `args` in a child process: its last stdout line as JSON, or an
+    `error: ...` cell carrying the child's last stderr line."""
+    command = [sys.executable, os.path.abspath(__file__), *args]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["exit code %d" % done.returncode])[-1]
         return f"error: {last[:80]}".replace("|", "/")
@@ -386,12 +392,7 @@ def child_memory(library_name, dtype_name):
 
 
 def measure_memory(library_name, dtype_name):
-    command = [sys.executable, os.path.abspath(__file__), "--child-memory", library_name, dtype_name]
-    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["exit code %d" % done.returncode])[-1]
-        return f"error: {last[:80]}".replace("|", "/")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(["--child-memory", library_name, dtype_name], timeout=120)
 
 
 def memory_section(libs):
