@@ -7,6 +7,7 @@
 //! (col2im). Small GEMMs (depthwise, tiny images) run one per thread over (batch, group, tile);
 //! large ones are each split across all threads.
 use super::conv_direct::{self, Conv2d};
+use super::conv_small;
 use super::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
@@ -461,7 +462,12 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
     let cout = ops.weight.shape()[0] / groups;
     if let Some(c) = direct_geometry(g, cin, cout, groups).filter(|_| T::DTYPE == DType::F32) {
         let bias = ops.bias.as_ref().map(|b| b.data_ptr::<f32>() as *const f32);
-        unsafe { conv_direct::conv2d(&c, batch * groups, ops.input.data_ptr::<f32>(), ops.weight.data_ptr::<f32>(), bias, out.data_ptr::<f32>()) };
+        let (x, w, o) = (ops.input.data_ptr::<f32>(), ops.weight.data_ptr::<f32>(), out.data_ptr::<f32>());
+        if conv_small::preferred(&c) {
+            unsafe { conv_small::conv2d(&c, batch * groups, x, w, bias, o) };
+        } else {
+            unsafe { conv_direct::conv2d(&c, batch * groups, x, w, bias, o) };
+        }
         return;
     }
     let k = cin * g.kernel_volume();

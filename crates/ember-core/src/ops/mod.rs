@@ -6,6 +6,7 @@ mod complex_reduce;
 pub mod complex_unary;
 pub mod conv;
 mod conv_direct;
+mod conv_small;
 pub(crate) mod conv_weight_grad;
 pub mod creation;
 pub mod embedding;

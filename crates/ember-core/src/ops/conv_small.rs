@@ -1,0 +1,266 @@
+//! Direct float32 convolution on AVX-512 for small images, vectorised over output channels.
+//!
+//! `conv_direct` puts 16 output positions in a vector, which wastes the lanes that land on the
+//! padding between rows: a 14x14 image fills 196 of 224 lanes, a 7x7 one 49 of 64. Here a vector
+//! holds 16 output channels instead. The micro-kernel keeps up to 14 positions of one output row
+//! × 32 channels in registers (two rows of up to 7 on narrower images), broadcasts each input
+//! pixel it reads (any stride is an address step), and streams the weights from a copy packed as
+//! `[block of 32 channels][reduction index][32]`. Every lane computes a real output.
+use super::conv_direct::Conv2d;
+use super::map::Ptr;
+use crate::parallel::for_range;
+
+const LANES: usize = 16;
+/// Output channels per micro-kernel call: two vectors.
+const CB: usize = 2 * LANES;
+/// Most positions per call: 2·14 accumulators, two weight vectors and a broadcast fill the 32
+/// vector registers.
+const MAX_P: usize = 14;
+
+/// Whether this kernel should run `c` instead of `conv_direct`: output rows narrow enough that
+/// the latter wastes lanes, and channels enough to fill these vectors. The widths are where it
+/// measured faster on the ResNet-50 3x3 layers (stride 2 from 8 outputs up to 16).
+pub(crate) fn preferred(c: &Conv2d) -> bool {
+    let narrow = match c.stride[1] {
+        1 => c.output[1] <= 32,
+        2 => (8..=16).contains(&c.output[1]),
+        _ => false,
+    };
+    narrow && c.out_channels >= CB && c.kernel != [1, 1] && super::conv_direct::has_avx512()
+}
+
+/// The same contract as `conv_direct::conv2d`: `out[i] = bias[g] + W[g] ⋆ x[i]` for the
+/// (image, group) pairs `i` of `[batch, groups·channels, h, w]`, `g = i % groups`.
+///
+/// # Safety
+/// `x`, `w`, `bias` and `out` must hold the sizes that contract implies; `preferred(c)`.
+pub(crate) unsafe fn conv2d(c: &Conv2d, images: usize, x: *const f32, w: *const f32, bias: Option<*const f32>, out: *mut f32) {
+    let planes = Planes::new(c);
+    let padded = planes.fill(c, images, x);
+    let weights = pack_weights(c, w);
+    let blocks = c.out_channels.div_ceil(CB);
+    let chunks = c.output[1].div_ceil(MAX_P);
+    // Rows at most half a tile wide go two at a time.
+    let pair = if 2 * c.output[1] <= MAX_P { 2 } else { 1 };
+    let rows = c.output[0].div_ceil(pair) * chunks;
+    let offsets = planes.tap_offsets(c);
+    let k = offsets.len();
+    let (src, wp, dst) = (Ptr(padded.as_ptr() as *mut f32), Ptr(weights.as_ptr() as *mut f32), Ptr(out));
+    let bias = bias.map(|b| Ptr(b as *mut f32));
+    let out_plane = c.output[0] * c.output[1];
+    // Tasks ordered block-major, so a thread's consecutive tasks reuse one block's weights.
+    for_range(blocks * images * rows, 1, |start, end| {
+        for t in start..end {
+            let (cb, image, row) = (t / (images * rows), t / rows % images, t % rows);
+            let (y, chunk) = (row / chunks * pair, row % chunks);
+            let (x0, x1) = (chunk * c.output[1] / chunks, (chunk + 1) * c.output[1] / chunks);
+            let tile_rows = pair.min(c.output[0] - y);
+            let group = image % c.groups;
+            let base = src.at((image * c.channels * planes.size() + y * c.stride[0] * planes.width + x0 * c.stride[1]) as isize);
+            let wblock = wp.at(((group * blocks + cb) * k * CB) as isize);
+            let co0 = group * c.out_channels + cb * CB;
+            let valid = CB.min(c.out_channels - cb * CB);
+            let init: [f32; CB] = std::array::from_fn(|j| bias.filter(|_| j < valid).map_or(0.0, |b| *b.at((co0 + j) as isize)));
+            let mut tile = [[0f32; CB]; MAX_P];
+            let shape = Tile { width: x1 - x0, rows: tile_rows, stride: c.stride[1], row_step: c.stride[0] * planes.width };
+            shape.compute(base, &offsets, wblock, &init, &mut tile);
+            let first = dst.at((image * c.out_channels * out_plane + cb * CB * out_plane + y * c.output[1] + x0) as isize);
+            for j in 0..valid {
+                for (p, outputs) in tile.iter().take(shape.width * tile_rows).enumerate() {
+                    *first.add(j * out_plane + (p / shape.width) * c.output[1] + p % shape.width) = outputs[j];
+                }
+            }
+        }
+    });
+}
+
+/// Zero-padded input planes `[image][channel][height][width]`.
+struct Planes {
+    height: usize,
+    width: usize,
+}
+
+impl Planes {
+    fn new(c: &Conv2d) -> Self {
+        // Everything any output reads ('same' padding may leave a right column unread).
+        let extent = |d: usize| (c.input[d] + 2 * c.pad[d]).max(c.stride[d] * (c.output[d] - 1) + c.dilation[d] * (c.kernel[d] - 1) + 1);
+        Planes { height: extent(0), width: extent(1) }
+    }
+    fn size(&self) -> usize {
+        self.height * self.width
+    }
+    /// Copies every channel of `images` images into its padded plane.
+    unsafe fn fill(&self, c: &Conv2d, images: usize, x: *const f32) -> Vec<f32> {
+        let mut planes = vec![0f32; images * c.channels * self.size()];
+        let (src, dst) = (Ptr(x as *mut f32), Ptr(planes.as_mut_ptr()));
+        let [h, w] = c.input;
+        for_range(images * c.channels, 16, |start, end| {
+            for ch in start..end {
+                for iy in 0..h {
+                    let to = dst.at((ch * self.size() + (iy + c.pad[0]) * self.width + c.pad[1]) as isize);
+                    std::ptr::copy_nonoverlapping(src.at(((ch * h + iy) * w) as isize), to, w);
+                }
+            }
+        });
+        planes
+    }
+    /// For each reduction index `ci·kh·kw + ky·kw + kx` (the weight's own order), where the tap
+    /// reads in an image's planes for output (0, 0).
+    fn tap_offsets(&self, c: &Conv2d) -> Vec<usize> {
+        let [kh, kw] = c.kernel;
+        let tap = |ky: usize, kx: usize| ky * c.dilation[0] * self.width + kx * c.dilation[1];
+        (0..c.channels).flat_map(|ci| (0..kh * kw).map(move |t| ci * self.size() + tap(t / kw, t % kw))).collect()
+    }
+}
+
+/// The weights `[groups·out, k]` as `[group][block of 32 outputs][k][32]`, zero past the last
+/// output channel.
+unsafe fn pack_weights(c: &Conv2d, w: *const f32) -> Vec<f32> {
+    let k = c.channels * c.kernel[0] * c.kernel[1];
+    let blocks = c.out_channels.div_ceil(CB);
+    let mut packed = vec![0f32; c.groups * blocks * k * CB];
+    let (src, dst) = (Ptr(w as *mut f32), Ptr(packed.as_mut_ptr()));
+    for_range(c.groups * blocks, 1, |start, end| {
+        for gb in start..end {
+            let (group, cb) = (gb / blocks, gb % blocks);
+            let block = dst.at((gb * k * CB) as isize);
+            for j in 0..CB.min(c.out_channels - cb * CB) {
+                let row = src.at(((group * c.out_channels + cb * CB + j) * k) as isize);
+                for kk in 0..k {
+                    *block.add(kk * CB + j) = *row.add(kk);
+                }
+            }
+        }
+    });
+    packed
+}
+
+/// The positions of one micro-kernel call: `rows` (1 or 2) output rows `row_step` apart in the
+/// planes, `width` outputs each, `stride` apart.
+struct Tile {
+    width: usize,
+    rows: usize,
+    stride: usize,
+    row_step: usize,
+}
+
+impl Tile {
+    /// `tile[p][j] = init[j] + Σ_k w[k][j] · x[offsets[k] + position p]`, positions row by row.
+    unsafe fn compute(&self, x: *const f32, offsets: &[usize], w: *const f32, init: &[f32; CB], tile: &mut [[f32; CB]; MAX_P]) {
+        macro_rules! dispatch {
+            ($($q:literal)*; $($h:literal)*) => {
+                match (self.rows, self.width, self.stride) {
+                    $((1, $q, 1) => tile_kernel::<$q, 1, 1>(x, 0, offsets, w, init, tile),)*
+                    $((1, $q, 2) => tile_kernel::<$q, 1, 2>(x, 0, offsets, w, init, tile),)*
+                    $((2, $h, 1) => tile_kernel::<$h, 2, 1>(x, self.row_step, offsets, w, init, tile),)*
+                    $((2, $h, 2) => tile_kernel::<$h, 2, 2>(x, self.row_step, offsets, w, init, tile),)*
+                    _ => unreachable!("tiles are one row of 1 to 14 or two of 1 to 7, at stride 1 or 2"),
+                }
+            };
+        }
+        dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14; 1 2 3 4 5 6 7)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn tile_kernel<const Q: usize, const R: usize, const S: usize>(x: *const f32, row_step: usize, offsets: &[usize], w: *const f32, init: &[f32; CB], tile: &mut [[f32; CB]; MAX_P]) {
+    use std::arch::x86_64::*;
+    let start = [_mm512_loadu_ps(init.as_ptr()), _mm512_loadu_ps(init.as_ptr().add(LANES))];
+    let acc = accumulate::<Q, R, S>([[start; Q]; R], x, row_step, offsets, w);
+    for (p, outputs) in acc.iter().flatten().enumerate() {
+        _mm512_storeu_ps(tile[p].as_mut_ptr(), outputs[0]);
+        _mm512_storeu_ps(tile[p].as_mut_ptr().add(LANES), outputs[1]);
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn tile_kernel<const Q: usize, const R: usize, const S: usize>(_: *const f32, _: usize, _: &[usize], _: *const f32, _: &[f32; CB], _: &mut [[f32; CB]; MAX_P]) {
+    unreachable!("the small-image conv kernel is x86-64 only")
+}
+
+/// The reduction itself, out of line so the accumulators stay in registers across it.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline(never)]
+unsafe fn accumulate<const Q: usize, const R: usize, const S: usize>(
+    mut acc: [[[std::arch::x86_64::__m512; 2]; Q]; R],
+    x: *const f32,
+    row_step: usize,
+    offsets: &[usize],
+    w: *const f32,
+) -> [[[std::arch::x86_64::__m512; 2]; Q]; R] {
+    use std::arch::x86_64::*;
+    for (k, &off) in offsets.iter().enumerate() {
+        let (w0, w1) = (_mm512_loadu_ps(w.add(k * CB)), _mm512_loadu_ps(w.add(k * CB + LANES)));
+        for (r, row) in acc.iter_mut().enumerate() {
+            let src = x.add(off + r * row_step);
+            for (q, a) in row.iter_mut().enumerate() {
+                let v = _mm512_set1_ps(*src.add(q * S));
+                a[0] = _mm512_fmadd_ps(v, w0, a[0]);
+                a[1] = _mm512_fmadd_ps(v, w1, a[1]);
+            }
+        }
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A float64 reference convolution of the same contract.
+    fn reference(c: &Conv2d, images: usize, x: &[f32], w: &[f32], bias: &[f32]) -> Vec<f64> {
+        let ([h, wd], [ho, wo], [kh, kw]) = (c.input, c.output, c.kernel);
+        let k = c.channels * kh * kw;
+        let mut out = vec![0f64; images * c.out_channels * ho * wo];
+        for (i, o) in out.iter_mut().enumerate() {
+            let (image, co, y, xo) = (i / (c.out_channels * ho * wo), i / (ho * wo) % c.out_channels, i / wo % ho, i % wo);
+            let row = (image % c.groups) * c.out_channels + co;
+            *o = bias[row] as f64;
+            for ci in 0..c.channels {
+                for (ky, kx) in (0..kh).flat_map(|ky| (0..kw).map(move |kx| (ky, kx))) {
+                    let iy = (y * c.stride[0] + ky * c.dilation[0]) as isize - c.pad[0] as isize;
+                    let ix = (xo * c.stride[1] + kx * c.dilation[1]) as isize - c.pad[1] as isize;
+                    if (0..h as isize).contains(&iy) && (0..wd as isize).contains(&ix) {
+                        let pixel = x[((image * c.channels + ci) * h + iy as usize) * wd + ix as usize] as f64;
+                        *o += pixel * w[row * k + (ci * kh + ky) * kw + kx] as f64;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every tile shape (one row of 1 to 14, two rows of 1 to 7), partial channel blocks,
+    /// groups, strides, dilation and padding, against the reference.
+    #[test]
+    fn matches_a_float64_reference() {
+        if !super::super::conv_direct::has_avx512() {
+            return;
+        }
+        let cases = [
+            // (channels, out, groups, input, kernel, stride, pad, dilation)
+            (3, 32, 1, [7, 7], [3, 3], [1, 1], [1, 1], [1, 1]),
+            (5, 40, 2, [9, 13], [3, 3], [2, 2], [1, 1], [1, 1]),
+            (4, 33, 1, [12, 29], [5, 3], [1, 1], [2, 1], [1, 1]),
+            (6, 64, 1, [10, 10], [3, 3], [1, 1], [2, 2], [2, 2]),
+            (2, 35, 3, [5, 1], [1, 3], [1, 2], [0, 1], [1, 1]),
+            (4, 48, 1, [16, 4], [3, 2], [2, 1], [0, 0], [1, 2]),
+        ];
+        for (channels, out_channels, groups, input, kernel, stride, pad, dilation) in cases {
+            let output = std::array::from_fn(|d| (input[d] + 2 * pad[d] - dilation[d] * (kernel[d] - 1) - 1) / stride[d] + 1);
+            let c = Conv2d { channels, out_channels, groups, input, output, kernel, stride, pad, dilation };
+            let images = 2 * groups;
+            let k = channels * kernel[0] * kernel[1];
+            let x: Vec<f32> = (0..images * channels * input[0] * input[1]).map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0).collect();
+            let w: Vec<f32> = (0..groups * out_channels * k).map(|i| ((i * 104729) % 89) as f32 / 11.0 - 4.0).collect();
+            let bias: Vec<f32> = (0..groups * out_channels).map(|i| i as f32 / 7.0 - 2.0).collect();
+            let mut out = vec![f32::NAN; images * out_channels * output[0] * output[1]];
+            unsafe { conv2d(&c, images, x.as_ptr(), w.as_ptr(), Some(bias.as_ptr()), out.as_mut_ptr()) };
+            for (i, (&got, want)) in out.iter().zip(reference(&c, images, &x, &w, &bias)).enumerate() {
+                assert!((got as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()), "{c:?} [{i}]: {got} vs {want}");
+            }
+        }
+    }
+}
