@@ -13,7 +13,7 @@ use crate::parallel::{for_range, pool, GRAIN};
 use crate::tensor::Tensor;
 
 /// Column-buffer budget per tile, in elements (about one L2 cache of f32).
-const COLUMN_BUDGET: usize = 1 << 16;
+const COLUMN_BUDGET: usize = 1 << 20;
 
 /// The spatial geometry of one 2-d convolution (H, W), validated by the caller.
 #[derive(Clone, Copy, Debug)]
@@ -136,7 +136,7 @@ fn split_position(g: &Geom2, p: usize) -> (usize, usize, usize) {
 fn gemm_tiles<T: Element>(job: &Job<T>, g: &Geom2, positions: usize) {
     let depth = job.group_in() * g.kernel[0] * g.kernel[1];
     let threads = pool().current_num_threads();
-    let budget = (COLUMN_BUDGET / depth.max(1)).max(32);
+    let budget = if g.is_pointwise() { usize::MAX } else { (COLUMN_BUDGET / depth.max(1)).max(32) };
     let per_tile = budget.min(positions.div_ceil(threads).max(32)).min(positions);
     let tiles = positions.div_ceil(per_tile);
     let tasks = tiles * job.groups;
