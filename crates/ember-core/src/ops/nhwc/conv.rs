@@ -11,9 +11,16 @@ use crate::dtype::{DType, Element};
 use crate::ops::map::Ptr;
 use crate::parallel::{for_range, pool, GRAIN};
 use crate::tensor::Tensor;
+use crate::ops::half::gemm::{self as bgemm, Mat};
+use crate::ops::half::Half;
+use half::bf16;
 
-/// Column-buffer budget per tile, in elements (about one L2 cache of f32).
+/// Column-buffer budget per tile, in elements: enough positions per GEMM that packing the weight
+/// (which the `gemm` crate does per call) costs little next to the product.
 const COLUMN_BUDGET: usize = 1 << 20;
+
+/// Positions per bf16 GEMM at least: the bf16 GEMM packs the weight per call too.
+const BF16_MIN_TILE: usize = 256;
 
 /// The spatial geometry of one 2-d convolution (H, W), validated by the caller.
 #[derive(Clone, Copy, Debug)]
@@ -60,7 +67,8 @@ impl<T> Job<T> {
     }
 }
 
-/// conv2d of a channels-last `x [N, C, H, W]` (float32 or float64) with `weight [K, C/groups,
+/// conv2d of a channels-last `x [N, C, H, W]` (float32 or float64, or bfloat16 where
+/// `conv_bf16::applies`) with `weight [K, C/groups,
 /// kh, kw]` (any layout) and an optional contiguous `bias [K]`; the result is channels-last.
 pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, g: &Geom2) -> Tensor {
     let (n, c, k) = (x.shape()[0], x.shape()[1], weight.shape()[0]);
@@ -73,7 +81,9 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize,
     // are read as [kh, kw, C] rows instead.
     let w = if depthwise { weight.reshape(&[k as i64, -1]).and_then(|w| w.t()) } else { weight.permute(&[0, 2, 3, 1]) }.expect("a 4-d weight").contiguous();
     let (xs, os) = (nhwc_view(x), nhwc_view(&out));
-    if x.dtype() == DType::F64 {
+    if x.dtype() == DType::BF16 {
+        run_bf16(&xs, &w, bias, &os, groups, g);
+    } else if x.dtype() == DType::F64 {
         run::<f64>(&xs, &w, bias, &os, groups, g, depthwise);
     } else {
         run::<f32>(&xs, &w, bias, &os, groups, g, depthwise);
@@ -216,4 +226,59 @@ unsafe fn gemm_into<T: Element>((m, n, k): (usize, usize, usize), (dst, dst_rs):
         DType::F64 => call!(f64),
         other => unreachable!("the NHWC conv computes in float32 or float64, not {other}"),
     }
+}
+
+/// bfloat16 on the bf16 GEMM (`ops/conv_bf16.rs` has the rationale): per tile of positions and
+/// group, `sums = columns · W[group]ᵀ` in float32, then bias added and each output rounded once.
+fn run_bf16(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &Tensor, groups: usize, g: &Geom2) {
+    let job = Job {
+        x: Ptr(x.data_ptr::<bf16>()),
+        w: Ptr(w.data_ptr::<bf16>()),
+        bias: None,
+        out: Ptr(out.data_ptr::<bf16>()),
+        channels: x.shape()[3],
+        out_channels: out.shape()[3],
+        groups,
+    };
+    let bias: Option<Vec<f32>> = bias.map(|b| b.to_vec::<bf16>().expect("a contiguous bias").into_iter().map(f32::from).collect());
+    let (cg, kg) = (job.group_in(), job.group_out());
+    let depth = cg * g.kernel[0] * g.kernel[1];
+    let positions = x.shape()[0] * g.positions_per_image();
+    let tiles = positions.div_ceil((COLUMN_BUDGET / depth.max(kg)).max(BF16_MIN_TILE));
+    let per_tile = positions.div_ceil(tiles);
+    let (mut cols, mut sums) = (Vec::new(), Vec::new());
+    for t in 0..tiles {
+        let rows = t * per_tile..((t + 1) * per_tile).min(positions);
+        for grp in 0..groups {
+            let a = if g.is_pointwise() {
+                Mat { ptr: Ptr(job.x.at((rows.start * job.channels + grp * cg) as isize)), rs: job.channels as isize, cs: 1 }
+            } else {
+                cols.resize(rows.len() * depth, bf16::ZERO);
+                let pc = Ptr(cols.as_mut_ptr());
+                for_range(rows.len(), (GRAIN / depth).max(1), |s, e| unsafe { gather_windows(&job, g, rows.start + s..rows.start + e, grp, pc.at((s * depth) as isize)) });
+                Mat { ptr: pc, rs: depth as isize, cs: 1 }
+            };
+            let b = Mat { ptr: Ptr(job.w.at((grp * kg * depth) as isize)), rs: 1, cs: depth as isize };
+            sums.resize(rows.len() * kg, 0.0);
+            unsafe { bgemm::gemm(rows.len(), kg, depth, a, b, &mut sums) };
+            let bias = bias.as_ref().map(|b| &b[grp * kg..(grp + 1) * kg]);
+            store_bf16(&mut sums, &job, rows.start, grp, bias);
+        }
+    }
+}
+
+/// Rounds `sums` (positions × `kg`, plus the bias) into group `grp`'s channels of the output
+/// rows from `first` on, a range of rows per thread.
+fn store_bf16(sums: &mut [f32], job: &Job<bf16>, first: usize, grp: usize, bias: Option<&[f32]>) {
+    let kg = job.group_out();
+    let ps = Ptr(sums.as_mut_ptr());
+    for_range(sums.len() / kg, (GRAIN / kg).max(1), |s, e| unsafe {
+        for r in s..e {
+            let row = std::slice::from_raw_parts_mut(ps.at((r * kg) as isize), kg);
+            if let Some(b) = bias {
+                row.iter_mut().zip(b).for_each(|(v, &b)| *v += b);
+            }
+            <bf16 as Half>::narrow(row.as_ptr(), job.out.at(((first + r) * job.out_channels + grp * kg) as isize), kg);
+        }
+    });
 }
