@@ -6,7 +6,7 @@
 //! the input itself. The channels-last twin is in `nhwc/conv.rs`. Only where
 //! `half::gemm::available()`; elsewhere bf16 convs compute in float32.
 use super::conv::{im2col_split, Geom};
-use super::half::gemm::{self as bgemm, Mat};
+use super::half::gemm::{self as bgemm, Mat, MatMut};
 use super::half::Half;
 use super::map::Ptr;
 use crate::dtype::DType;
@@ -49,12 +49,39 @@ pub(super) fn conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, groups: usize,
         for grp in 0..groups {
             let a = Mat { ptr: Ptr(pw.at((grp * cout * k) as isize)), rs: k as isize, cs: 1 };
             let b = unsafe { columns(px, g, cin, (grp, groups), &block, &mut cols) };
-            sums.resize(cout * width, 0.0);
-            unsafe { bgemm::gemm(cout, width, k, a, b, &mut sums) };
             let bias = bias.as_ref().map(|b| &b[grp * cout..(grp + 1) * cout]);
-            unsafe { store(&mut sums, (po, cout * groups), g, grp * cout, &block, bias) };
+            if block.images.len() == 1 {
+                // One image: the GEMM writes its rows of the output, on top of the bias.
+                let l = g.output_volume();
+                let dst = po.at(((block.images.start * groups + grp) * cout * l + block.rows.start * g.output[2]) as isize);
+                let c = MatMut { ptr: Ptr(dst), rs: l as isize, cs: 1 };
+                unsafe {
+                    if let Some(b) = bias {
+                        fill_rows(c, width, b);
+                    }
+                    bgemm::gemm(cout, width, k, a, b, c, bias.is_some());
+                }
+            } else {
+                // Images side by side: their outputs are not one strided matrix, so the sums go
+                // through a float32 buffer.
+                sums.resize(cout * width, 0.0);
+                let c = MatMut { ptr: Ptr(sums.as_mut_ptr()), rs: width as isize, cs: 1 };
+                unsafe {
+                    bgemm::gemm(cout, width, k, a, b, c, false);
+                    store(&mut sums, (po, cout * groups), g, grp * cout, &block, bias);
+                }
+            }
         }
     }
+}
+
+/// Sets row `r` of the `bias.len()` rows of `c` (each `width` long) to `bias[r]`.
+unsafe fn fill_rows(c: MatMut<bf16>, width: usize, bias: &[f32]) {
+    for_range(bias.len(), (GRAIN / width).max(1), |r0, r1| {
+        for r in r0..r1 {
+            std::slice::from_raw_parts_mut(c.ptr.at(r as isize * c.rs), width).fill(bf16::from_f32(bias[r]));
+        }
+    });
 }
 
 /// Splits the output into GEMMs: tiles of output rows of one image when an image's columns

@@ -11,8 +11,7 @@ use crate::dtype::{DType, Element};
 use crate::ops::map::Ptr;
 use crate::parallel::{for_range, pool, GRAIN};
 use crate::tensor::Tensor;
-use crate::ops::half::gemm::{self as bgemm, Mat};
-use crate::ops::half::Half;
+use crate::ops::half::gemm::{self as bgemm, Mat, MatMut};
 use half::bf16;
 
 /// Column-buffer budget per tile, in elements: enough positions per GEMM that packing the weight
@@ -229,7 +228,8 @@ unsafe fn gemm_into<T: Element>((m, n, k): (usize, usize, usize), (dst, dst_rs):
 }
 
 /// bfloat16 on the bf16 GEMM (`ops/conv_bf16.rs` has the rationale): per tile of positions and
-/// group, `sums = columns · W[group]ᵀ` in float32, then bias added and each output rounded once.
+/// group, `out[tile, group] = bias + columns · W[group]ᵀ`, written by the GEMM through the output's
+/// row stride, summed in float32 and rounded once.
 fn run_bf16(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &Tensor, groups: usize, g: &Geom2) {
     let job = Job {
         x: Ptr(x.data_ptr::<bf16>()),
@@ -240,13 +240,13 @@ fn run_bf16(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &Tensor, groups:
         out_channels: out.shape()[3],
         groups,
     };
-    let bias: Option<Vec<f32>> = bias.map(|b| b.to_vec::<bf16>().expect("a contiguous bias").into_iter().map(f32::from).collect());
+    let bias: Option<Vec<bf16>> = bias.map(|b| b.to_vec::<bf16>().expect("a contiguous bias"));
     let (cg, kg) = (job.group_in(), job.group_out());
     let depth = cg * g.kernel[0] * g.kernel[1];
     let positions = x.shape()[0] * g.positions_per_image();
     let tiles = positions.div_ceil((COLUMN_BUDGET / depth.max(kg)).max(BF16_MIN_TILE));
     let per_tile = positions.div_ceil(tiles);
-    let (mut cols, mut sums) = (Vec::new(), Vec::new());
+    let mut cols = Vec::new();
     for t in 0..tiles {
         let rows = t * per_tile..((t + 1) * per_tile).min(positions);
         for grp in 0..groups {
@@ -259,26 +259,24 @@ fn run_bf16(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &Tensor, groups:
                 Mat { ptr: pc, rs: depth as isize, cs: 1 }
             };
             let b = Mat { ptr: Ptr(job.w.at((grp * kg * depth) as isize)), rs: 1, cs: depth as isize };
-            sums.resize(rows.len() * kg, 0.0);
-            unsafe { bgemm::gemm(rows.len(), kg, depth, a, b, &mut sums) };
+            let c = MatMut { ptr: Ptr(job.out.at((rows.start * job.out_channels + grp * kg) as isize)), rs: job.out_channels as isize, cs: 1 };
             let bias = bias.as_ref().map(|b| &b[grp * kg..(grp + 1) * kg]);
-            store_bf16(&mut sums, &job, rows.start, grp, bias);
+            unsafe {
+                if let Some(b) = bias {
+                    fill_bias(c, rows.len(), b);
+                }
+                bgemm::gemm(rows.len(), kg, depth, a, b, c, bias.is_some());
+            }
         }
     }
 }
 
-/// Rounds `sums` (positions × `kg`, plus the bias) into group `grp`'s channels of the output
-/// rows from `first` on, a range of rows per thread.
-fn store_bf16(sums: &mut [f32], job: &Job<bf16>, first: usize, grp: usize, bias: Option<&[f32]>) {
-    let kg = job.group_out();
-    let ps = Ptr(sums.as_mut_ptr());
-    for_range(sums.len() / kg, (GRAIN / kg).max(1), |s, e| unsafe {
+/// Sets each of the `rows` rows of `c` to `bias`, so the GEMM adds its sums onto it.
+unsafe fn fill_bias(c: MatMut<bf16>, rows: usize, bias: &[bf16]) {
+    let n = bias.len();
+    for_range(rows, (GRAIN / n).max(1), |s, e| {
         for r in s..e {
-            let row = std::slice::from_raw_parts_mut(ps.at((r * kg) as isize), kg);
-            if let Some(b) = bias {
-                row.iter_mut().zip(b).for_each(|(v, &b)| *v += b);
-            }
-            <bf16 as Half>::narrow(row.as_ptr(), job.out.at(((first + r) * job.out_channels + grp * kg) as isize), kg);
+            std::slice::from_raw_parts_mut(c.ptr.at(r as isize * c.rs), n).copy_from_slice(bias);
         }
     });
 }
