@@ -18,6 +18,9 @@ use half::bf16;
 /// (which the `gemm` crate does per call) costs little next to the product.
 const COLUMN_BUDGET: usize = 1 << 20;
 
+/// Positions per tile from which a tile per thread amortises packing the weight.
+const SHARED_PACKING: usize = 1024;
+
 /// Positions per bf16 GEMM at least: the bf16 GEMM packs the weight per call too.
 const BF16_MIN_TILE: usize = 256;
 
@@ -146,7 +149,11 @@ fn gemm_tiles<T: Element>(job: &Job<T>, g: &Geom2, positions: usize) {
     let depth = job.group_in() * g.kernel[0] * g.kernel[1];
     let threads = pool().current_num_threads();
     let budget = if g.is_pointwise() { usize::MAX } else { (COLUMN_BUDGET / depth.max(1)).max(32) };
+    // Tasks that each pack the whole weight pay off when they are many or long; otherwise one
+    // GEMM at a time (as large as the budget allows) is split across the threads.
     let per_tile = budget.min(positions.div_ceil(threads).max(32)).min(positions);
+    let split = positions.div_ceil(per_tile) * job.groups < 2 * threads && per_tile < SHARED_PACKING;
+    let per_tile = if split { budget.min(positions) } else { per_tile };
     let tiles = positions.div_ceil(per_tile);
     let tasks = tiles * job.groups;
     let task = |t: usize, cols: &mut Vec<T>, par: gemm::Parallelism| unsafe {
@@ -154,7 +161,7 @@ fn gemm_tiles<T: Element>(job: &Job<T>, g: &Geom2, positions: usize) {
         let rows = tile * per_tile..((tile + 1) * per_tile).min(positions);
         tile_gemm(job, g, rows, grp, cols, par);
     };
-    if tasks >= threads {
+    if !split {
         for_range(tasks, 1, |s, e| {
             let mut cols = Vec::new();
             (s..e).for_each(|t| task(t, &mut cols, gemm::Parallelism::None));
@@ -192,11 +199,18 @@ unsafe fn tile_gemm<T: Element>(job: &Job<T>, g: &Geom2, rows: std::ops::Range<u
 unsafe fn gather_windows<T: Element>(job: &Job<T>, g: &Geom2, rows: std::ops::Range<usize>, grp: usize, cols: *mut T) {
     let cg = job.group_in();
     let depth = cg * g.kernel[0] * g.kernel[1];
+    // Without groups or dilation, a window row's taps are one run of the input row.
+    let whole_rows = job.groups == 1 && g.dilation[1] == 1;
     for (r, p) in rows.enumerate() {
         let (img, oy, ox) = split_position(g, p);
         let row = cols.add(r * depth);
         for ky in 0..g.kernel[0] {
             let iy = g.source(0, oy, ky);
+            if whole_rows {
+                let dst = std::slice::from_raw_parts_mut(row.add(ky * g.kernel[1] * cg), g.kernel[1] * cg);
+                window_row(job, g, iy.map(|iy| (img * g.input[0] + iy) * g.input[1]), ox, dst);
+                continue;
+            }
             for kx in 0..g.kernel[1] {
                 let dst = std::slice::from_raw_parts_mut(row.add((ky * g.kernel[1] + kx) * cg), cg);
                 match (iy, g.source(1, ox, kx)) {
@@ -209,6 +223,21 @@ unsafe fn gather_windows<T: Element>(job: &Job<T>, g: &Geom2, rows: std::ops::Ra
             }
         }
     }
+}
+
+/// One window row (all `kw` taps of all channels) of output column `ox` from input row `line`
+/// (its first position's index; `None` in the padding): the in-bounds taps as one copy, the
+/// rest zero.
+unsafe fn window_row<T: Element>(job: &Job<T>, g: &Geom2, line: Option<usize>, ox: usize, dst: &mut [T]) {
+    let (kw, c) = (g.kernel[1], job.channels);
+    let Some(line) = line else { return dst.fill(T::zero()) };
+    let x0 = (ox * g.stride[1]) as isize - g.pad[1] as isize;
+    let lo = (-x0).clamp(0, kw as isize) as usize;
+    let hi = (g.input[1] as isize - x0).clamp(lo as isize, kw as isize) as usize;
+    dst[..lo * c].fill(T::zero());
+    let src = job.x.at(((line as isize + x0 + lo as isize) * c as isize) as isize);
+    dst[lo * c..hi * c].copy_from_slice(std::slice::from_raw_parts(src, (hi - lo) * c));
+    dst[hi * c..].fill(T::zero());
 }
 
 /// `dst (m×n, row stride) = [dst +] lhs (m×k, row stride) · rhsᵀ`, where `rhs` is `n` rows of
