@@ -191,23 +191,23 @@ unsafe fn pack_b_columns<S: Source>(b: Mat<S>, c0: usize, width: usize, kp: usiz
     }
 }
 
-/// Any other B: each pair of rows rounded to bfloat16 bits and interleaved.
+/// Any other B: each pair of rows as bfloat16 bits (read in place when they are contiguous
+/// bfloat16 already), interleaved.
 unsafe fn pack_b_rows<S: Source>(b: Mat<S>, c0: usize, width: usize, k: usize, panel: *mut u32) {
     let (mut lo, mut hi) = ([0u16; NR], [0u16; NR]);
+    let row = |r: usize| b.ptr.at(r as isize * b.rs + c0 as isize * b.cs) as *const S;
     for q in 0..k.div_ceil(2) {
-        let row = |r: usize| b.ptr.at(r as isize * b.rs + c0 as isize * b.cs) as *const S;
-        S::to_bits(row(2 * q), b.cs, width, lo.as_mut_ptr());
-        if 2 * q + 1 < k {
-            S::to_bits(row(2 * q + 1), b.cs, width, hi.as_mut_ptr());
+        let has_hi = 2 * q + 1 < k;
+        let (l, h) = if S::IS_BF16 && b.cs == 1 {
+            (row(2 * q) as *const u16, row(2 * q + has_hi as usize) as *const u16)
         } else {
-            hi = [0; NR];
-        }
-        lo[width..].fill(0);
-        hi[width..].fill(0);
-        let out = std::slice::from_raw_parts_mut(panel.add(q * NR), NR);
-        for ((o, &l), &h) in out.iter_mut().zip(&lo).zip(&hi) {
-            *o = l as u32 | (h as u32) << 16;
-        }
+            S::to_bits(row(2 * q), b.cs, width, lo.as_mut_ptr());
+            if has_hi {
+                S::to_bits(row(2 * q + 1), b.cs, width, hi.as_mut_ptr());
+            }
+            (lo.as_ptr(), hi.as_ptr())
+        };
+        kernel::interleave(l, h, width, has_hi, panel.add(q * NR));
     }
 }
 

@@ -54,6 +54,41 @@ unsafe fn tile_kernel<const R: usize>(kp: usize, a: *const u16, lda: isize, b: *
     }
 }
 
+/// One packed k-pair row of a B panel: `out[j] = lo[j] | hi[j] << 16` for `j < width`, zero
+/// past `width`; `hi` read as zeros unless `has_hi` (the pair past an odd k).
+///
+/// # Safety
+/// `lo` (and `hi` when `has_hi`) readable for `width <= NR` elements, `out` writable for `NR`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+pub unsafe fn interleave(lo: *const u16, hi: *const u16, width: usize, has_hi: bool, out: *mut u32) {
+    use std::arch::x86_64::*;
+    // permutex2var indices: u16 lane 2j takes lo[j], lane 2j + 1 takes hi[j] (index 32 + j).
+    const fn pairs(first: u16) -> [u16; 32] {
+        let mut idx = [0u16; 32];
+        let mut j = 0;
+        while j < 16 {
+            idx[2 * j] = first + j as u16;
+            idx[2 * j + 1] = 32 + first + j as u16;
+            j += 1;
+        }
+        idx
+    }
+    const LOW: [u16; 32] = pairs(0);
+    const HIGH: [u16; 32] = pairs(16);
+    let mask = if width >= NR { u32::MAX } else { (1u32 << width) - 1 };
+    let l = _mm512_maskz_loadu_epi16(mask, lo as *const i16);
+    let h = if has_hi { _mm512_maskz_loadu_epi16(mask, hi as *const i16) } else { _mm512_setzero_si512() };
+    let idx = |t: &[u16; 32]| _mm512_loadu_si512(t.as_ptr() as *const __m512i);
+    _mm512_storeu_si512(out as *mut __m512i, _mm512_permutex2var_epi16(l, idx(&LOW), h));
+    _mm512_storeu_si512(out.add(16) as *mut __m512i, _mm512_permutex2var_epi16(l, idx(&HIGH), h));
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub unsafe fn interleave(_: *const u16, _: *const u16, _: usize, _: bool, _: *mut u32) {
+    unreachable!("the bf16 kernel runs only where `available()`")
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn tile_kernel<const R: usize>(_: usize, _: *const u16, _: isize, _: *const u32, _: *mut f32, _: bool) {
     unreachable!("the bf16 kernel runs only where `available()`")
