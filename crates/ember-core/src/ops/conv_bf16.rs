@@ -78,8 +78,8 @@ pub(super) fn conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, groups: usize,
 /// Sets row `r` of the `bias.len()` rows of `c` (each `width` long) to `bias[r]`.
 unsafe fn fill_rows(c: MatMut<bf16>, width: usize, bias: &[f32]) {
     for_range(bias.len(), (GRAIN / width).max(1), |r0, r1| {
-        for r in r0..r1 {
-            std::slice::from_raw_parts_mut(c.ptr.at(r as isize * c.rs), width).fill(bf16::from_f32(bias[r]));
+        for (r, &b) in bias.iter().enumerate().take(r1).skip(r0) {
+            std::slice::from_raw_parts_mut(c.ptr.at(r as isize * c.rs), width).fill(bf16::from_f32(b));
         }
     });
 }

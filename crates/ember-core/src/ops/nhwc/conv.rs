@@ -235,7 +235,7 @@ unsafe fn window_row<T: Element>(job: &Job<T>, g: &Geom2, line: Option<usize>, o
     let lo = (-x0).clamp(0, kw as isize) as usize;
     let hi = (g.input[1] as isize - x0).clamp(lo as isize, kw as isize) as usize;
     dst[..lo * c].fill(T::zero());
-    let src = job.x.at(((line as isize + x0 + lo as isize) * c as isize) as isize);
+    let src = job.x.at((line as isize + x0 + lo as isize) * c as isize);
     dst[lo * c..hi * c].copy_from_slice(std::slice::from_raw_parts(src, (hi - lo) * c));
     dst[hi * c..].fill(T::zero());
 }
