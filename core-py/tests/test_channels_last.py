@@ -172,6 +172,34 @@ def test_max_pool_indices_channels_last():
     assert (i == i0).all() and (v == v0).all()
 
 
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("dtype", [ember.bfloat16, ember.float16])
+def test_half_batch_norm_channels_last_stays_half_and_channels_last(training, dtype):
+    # Half types run on the NHWC kernel in float32 (no NCHW copy): same values as the NCHW path.
+    x = (ember.randn(4, 6, 5, 7) * 3 + 1).to(dtype)
+    w, b = ember.randn(6), ember.randn(6)
+    rm, rv = ember.randn(6), ember.rand(6) + 0.5
+    rm2, rv2 = rm.clone(), rv.clone()
+    ref = F.batch_norm(x, rm, rv, w, b, training=training, momentum=0.2)
+    out = F.batch_norm(cl(x), rm2, rv2, w, b, training=training, momentum=0.2)
+    assert out.dtype == dtype and out.is_contiguous(memory_format=CL)
+    close(out.float(), ref.float(), tol=1e-2)
+    close(rm2, rm)
+    close(rv2, rv)
+
+
+@pytest.mark.parametrize("dtype", [ember.bfloat16, ember.float16, ember.float64])
+def test_max_pool_channels_last_other_dtypes(dtype):
+    # Compared where the values lie: the maxima and their indices equal the NCHW kernel's.
+    x = ember.randn(2, 5, 9, 11).to(dtype)
+    x[1, 2, 4, 4] = float("nan")
+    v, i = F.max_pool2d(cl(x), 3, stride=2, padding=1, return_indices=True)
+    v0, i0 = F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True)
+    assert v.dtype == dtype and v.is_contiguous(memory_format=CL)
+    assert (i == i0).all()
+    np.testing.assert_array_equal(v.double().numpy(), v0.double().numpy())
+
+
 def _cnn():
     ember.manual_seed(1)
     return ember.nn.Sequential(

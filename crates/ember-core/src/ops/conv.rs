@@ -60,7 +60,7 @@ impl Geom {
     pub(super) fn output_rows(&self) -> usize {
         self.output[0] * self.output[1]
     }
-    fn is_pointwise(&self) -> bool {
+    pub(super) fn is_pointwise(&self) -> bool {
         self.kernel == [1; 3] && self.stride == [1; 3] && self.pad == [0; 3]
     }
     /// Stride 1 along H and W with equal input and output widths: consecutive output rows of a
@@ -83,11 +83,11 @@ impl Geom {
     }
 }
 
-/// Unfolds channels `channels` of one image into rows `c·kvol + tap` of `cols`, for the output
-/// rows `rows` (each `output[2]` wide); taps that fall into the padding read as zero.
-unsafe fn im2col<T: Element>(src: *const T, g: &Geom, channels: std::ops::Range<usize>, rows: std::ops::Range<usize>, cols: *mut T) {
+/// Unfolds channels `channels` of one image into rows `c·kvol + tap` of `cols` (`ld` apart),
+/// for the output rows `rows` (each `output[2]` wide); taps that fall into the padding read as
+/// zero.
+unsafe fn im2col<T: Element>(src: *const T, g: &Geom, channels: std::ops::Range<usize>, rows: std::ops::Range<usize>, cols: *mut T, ld: usize) {
     let width = g.output[2];
-    let ncols = rows.len() * width;
     let [kd_n, kh_n, kw_n] = g.kernel;
     for c in channels {
         let plane = src.add(c * g.input_volume());
@@ -96,13 +96,13 @@ unsafe fn im2col<T: Element>(src: *const T, g: &Geom, channels: std::ops::Range<
                 for kw in 0..kw_n {
                     let r = ((c * kd_n + kd) * kh_n + kh) * kw_n + kw;
                     if g.rows_are_runs() {
-                        tap_in_runs(plane, g, (kd, kh, kw), rows.clone(), cols.add(r * ncols));
+                        tap_in_runs(plane, g, (kd, kh, kw), rows.clone(), cols.add(r * ld));
                         continue;
                     }
                     let (lo, hi) = g.valid_w(kw);
                     let w0 = g.source(2, 0, kw);
                     for (t, row) in rows.clone().enumerate() {
-                        let dst = cols.add(r * ncols + t * width);
+                        let dst = cols.add(r * ld + t * width);
                         let (id, ih) = (g.source(0, row / g.output[1], kd), g.source(1, row % g.output[1], kh));
                         if id < 0 || id >= g.input[0] as isize || ih < 0 || ih >= g.input[1] as isize || lo >= hi {
                             std::ptr::write_bytes(dst, 0, width);
@@ -364,7 +364,9 @@ fn prepare(op: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, gro
         let prefix = if transposed { "Given transposed=1, weight" } else { "Given weight" };
         bail!(Runtime, "{prefix} of size {:?}, expected bias to be 1-dimensional with {out_channels} elements, but got bias of size {:?} instead", weight.shape(), b.shape());
     }
-    let c = compute_dtype(input.dtype());
+    // bf16 convs run on the bf16 GEMM where the CPU has one; everything else in f32 or f64.
+    let native_bf16 = !transposed && super::conv_bf16::applies(input.dtype(), w1);
+    let c = if native_bf16 { DType::BF16 } else { compute_dtype(input.dtype()) };
     // PyTorch's rule: a channels-last input or weight gives a channels-last conv.
     let channels_last = !transposed && dims == 2 && (super::nhwc::is_channels_last(&input) || super::nhwc::is_channels_last(weight));
     // The NHWC kernel reads the weight in any layout.
@@ -445,7 +447,9 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
     shape.extend(&output);
     let out = Tensor::uninit(&shape, ops.input.dtype());
     if out.numel() > 0 {
-        if ops.input.dtype() == DType::F64 {
+        if ops.input.dtype() == DType::BF16 {
+            super::conv_bf16::conv(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &geom, &out);
+        } else if ops.input.dtype() == DType::F64 {
             conv_forward::<f64>(&ops, &geom, &out);
         } else {
             conv_forward::<f32>(&ops, &geom, &out);
@@ -492,7 +496,7 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
             src as *const T
         } else {
             cols.resize(k * ncols, T::zero());
-            im2col_split(src, g, cin, rows, cols.as_mut_ptr(), threads);
+            im2col_split(src, g, cin, rows, (cols.as_mut_ptr(), ncols), threads);
             cols.as_ptr()
         };
         let a = w.at((grp * cout * k) as isize);
@@ -539,13 +543,14 @@ fn tile_rows(g: &Geom, k: usize, images: usize, threads: usize) -> usize {
     (rows.div_ceil(budget)..=rows).map(|tiles| rows.div_ceil(tiles)).find(|&r| (images * rows.div_ceil(r)) % threads == 0).unwrap_or(budget)
 }
 
-/// `im2col` over all channels, split across threads by channel when `threads` > 1.
-pub(super) unsafe fn im2col_split<T: Element>(src: *const T, g: &Geom, channels: usize, rows: std::ops::Range<usize>, cols: *mut T, threads: usize) {
+/// `im2col` over all channels into rows `ld` apart, split across threads by channel when
+/// `threads` > 1.
+pub(super) unsafe fn im2col_split<T: Element>(src: *const T, g: &Geom, channels: usize, rows: std::ops::Range<usize>, (cols, ld): (*mut T, usize), threads: usize) {
     if threads <= 1 {
-        return im2col(src, g, 0..channels, rows, cols);
+        return im2col(src, g, 0..channels, rows, cols, ld);
     }
     let (s, c) = (Ptr(src as *mut T), Ptr(cols));
-    for_range(channels, 1, |c0, c1| im2col(s.at(0), g, c0..c1, rows.clone(), c.at(0)));
+    for_range(channels, 1, |c0, c1| im2col(s.at(0), g, c0..c1, rows.clone(), c.at(0), ld));
 }
 
 /// `torch.nn.functional.conv_transpose{1,2,3}d`: input `[N, C, *spatial]` (or without `N`),

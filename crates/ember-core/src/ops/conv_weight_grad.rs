@@ -87,7 +87,7 @@ impl<T: Element> Job<'_, T> {
                     let rows = start..(start + self.rows_per_tile).min(g.output_rows());
                     let (col0, ncols) = (rows.start * g.output[2], rows.len() * g.output[2]);
                     cols.resize(k * ncols, T::zero());
-                    im2col_split(src, g, self.cig, rows, cols.as_mut_ptr(), threads);
+                    im2col_split(src, g, self.cig, rows, (cols.as_mut_ptr(), ncols), threads);
                     // dst[grp]ᵀ (k × cog) += cols (k × ncols) · gradᵀ (ncols × cog): the long side
                     // (k) as GEMM rows, which the micro-kernel tiles best.
                     let d = dst.add(grp * self.cog * k);

@@ -2,7 +2,7 @@
 //! (`half::gemm`) where the CPU has AVX512-BF16, else through float32; integers use a plain
 //! blocked loop. The float32 matmul precision setting can route float32 products to the
 //! bfloat16 kernel.
-use super::half::gemm::{Mat, Source};
+use super::half::gemm::{Mat, MatMut, Sink, Source};
 use super::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
@@ -153,19 +153,16 @@ fn bmm_typed<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool)
 }
 
 /// `bmm_into` on the bfloat16 kernel: float32 sums, rounded once into `out`'s dtype.
-fn bmm_bf16<S: Source + Element>(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
+fn bmm_bf16<S: Source + Sink + Element>(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
     let (batch, m, k, n) = (a.shape()[0], a.shape()[1], a.shape()[2], b.shape()[2]);
     let (pa, pb, po) = (Ptr(a.data_ptr::<S>()), Ptr(b.data_ptr::<S>()), Ptr(out.data_ptr::<S>()));
     let (sa, sb, so) = (a.strides(), b.strides(), out.strides());
     let run = |i: usize| unsafe {
         let i = i as isize;
-        let mut c = vec![0f32; m * n];
         let am = Mat { ptr: Ptr(pa.at(i * sa[0])), rs: sa[1], cs: sa[2] };
         let bm = Mat { ptr: Ptr(pb.at(i * sb[0])), rs: sb[1], cs: sb[2] };
-        super::half::gemm::gemm(m, n, k, am, bm, &mut c);
-        for (r, row) in c.chunks_exact_mut(n.max(1)).enumerate().take(m) {
-            S::store_row(row, po.at(i * so[0] + r as isize * so[1]), so[2], accumulate);
-        }
+        let cm = MatMut { ptr: Ptr(po.at(i * so[0])), rs: so[1], cs: so[2] };
+        super::half::gemm::gemm(m, n, k, am, bm, cm, accumulate);
     };
     if batch >= pool().current_num_threads() && m * n * k < 256 * 256 * 256 {
         for_range(batch, 1, |s, e| (s..e).for_each(run));

@@ -5,6 +5,7 @@ pub mod complex_binary;
 mod complex_reduce;
 pub mod complex_unary;
 pub mod conv;
+mod conv_bf16;
 mod conv_direct;
 mod conv_small;
 pub(crate) mod conv_weight_grad;

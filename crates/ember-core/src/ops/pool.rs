@@ -204,10 +204,12 @@ fn max_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, axe
                             for &h in th {
                                 let row = (d * ih + h) * iw;
                                 for &w in tw {
+                                    // A select, not a branch: on real data which tap wins is
+                                    // unpredictable.
                                     let v = *src.add(row + w);
-                                    if at < 0 || v > best || v.is_nan() {
-                                        (best, at) = (v, (row + w) as i64);
-                                    }
+                                    let take = at < 0 || v > best || v.is_nan();
+                                    best = if take { v } else { best };
+                                    at = if take { (row + w) as i64 } else { at };
                                 }
                             }
                         }

@@ -11,9 +11,18 @@ use crate::dtype::{DType, Element};
 use crate::ops::map::Ptr;
 use crate::parallel::{for_range, pool, GRAIN};
 use crate::tensor::Tensor;
+use crate::ops::half::gemm::{self as bgemm, Mat, MatMut};
+use half::bf16;
 
-/// Column-buffer budget per tile, in elements (about one L2 cache of f32).
-const COLUMN_BUDGET: usize = 1 << 16;
+/// Column-buffer budget per tile, in elements: enough positions per GEMM that packing the weight
+/// (which the `gemm` crate does per call) costs little next to the product.
+const COLUMN_BUDGET: usize = 1 << 20;
+
+/// Positions per tile from which a tile per thread amortises packing the weight.
+const SHARED_PACKING: usize = 1024;
+
+/// Positions per bf16 GEMM at least: the bf16 GEMM packs the weight per call too.
+const BF16_MIN_TILE: usize = 256;
 
 /// The spatial geometry of one 2-d convolution (H, W), validated by the caller.
 #[derive(Clone, Copy, Debug)]
@@ -60,7 +69,8 @@ impl<T> Job<T> {
     }
 }
 
-/// conv2d of a channels-last `x [N, C, H, W]` (float32 or float64) with `weight [K, C/groups,
+/// conv2d of a channels-last `x [N, C, H, W]` (float32 or float64, or bfloat16 where
+/// `conv_bf16::applies`) with `weight [K, C/groups,
 /// kh, kw]` (any layout) and an optional contiguous `bias [K]`; the result is channels-last.
 pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, g: &Geom2) -> Tensor {
     let (n, c, k) = (x.shape()[0], x.shape()[1], weight.shape()[0]);
@@ -73,7 +83,9 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize,
     // are read as [kh, kw, C] rows instead.
     let w = if depthwise { weight.reshape(&[k as i64, -1]).and_then(|w| w.t()) } else { weight.permute(&[0, 2, 3, 1]) }.expect("a 4-d weight").contiguous();
     let (xs, os) = (nhwc_view(x), nhwc_view(&out));
-    if x.dtype() == DType::F64 {
+    if x.dtype() == DType::BF16 {
+        run_bf16(&xs, &w, bias, &os, groups, g);
+    } else if x.dtype() == DType::F64 {
         run::<f64>(&xs, &w, bias, &os, groups, g, depthwise);
     } else {
         run::<f32>(&xs, &w, bias, &os, groups, g, depthwise);
@@ -136,8 +148,12 @@ fn split_position(g: &Geom2, p: usize) -> (usize, usize, usize) {
 fn gemm_tiles<T: Element>(job: &Job<T>, g: &Geom2, positions: usize) {
     let depth = job.group_in() * g.kernel[0] * g.kernel[1];
     let threads = pool().current_num_threads();
-    let budget = (COLUMN_BUDGET / depth.max(1)).max(32);
+    let budget = if g.is_pointwise() { usize::MAX } else { (COLUMN_BUDGET / depth.max(1)).max(32) };
+    // Tasks that each pack the whole weight pay off when they are many or long; otherwise one
+    // GEMM at a time (as large as the budget allows) is split across the threads.
     let per_tile = budget.min(positions.div_ceil(threads).max(32)).min(positions);
+    let split = positions.div_ceil(per_tile) * job.groups < 2 * threads && per_tile < SHARED_PACKING;
+    let per_tile = if split { budget.min(positions) } else { per_tile };
     let tiles = positions.div_ceil(per_tile);
     let tasks = tiles * job.groups;
     let task = |t: usize, cols: &mut Vec<T>, par: gemm::Parallelism| unsafe {
@@ -145,7 +161,7 @@ fn gemm_tiles<T: Element>(job: &Job<T>, g: &Geom2, positions: usize) {
         let rows = tile * per_tile..((tile + 1) * per_tile).min(positions);
         tile_gemm(job, g, rows, grp, cols, par);
     };
-    if tasks >= threads {
+    if !split {
         for_range(tasks, 1, |s, e| {
             let mut cols = Vec::new();
             (s..e).for_each(|t| task(t, &mut cols, gemm::Parallelism::None));
@@ -183,11 +199,18 @@ unsafe fn tile_gemm<T: Element>(job: &Job<T>, g: &Geom2, rows: std::ops::Range<u
 unsafe fn gather_windows<T: Element>(job: &Job<T>, g: &Geom2, rows: std::ops::Range<usize>, grp: usize, cols: *mut T) {
     let cg = job.group_in();
     let depth = cg * g.kernel[0] * g.kernel[1];
+    // Without groups or dilation, a window row's taps are one run of the input row.
+    let whole_rows = job.groups == 1 && g.dilation[1] == 1;
     for (r, p) in rows.enumerate() {
         let (img, oy, ox) = split_position(g, p);
         let row = cols.add(r * depth);
         for ky in 0..g.kernel[0] {
             let iy = g.source(0, oy, ky);
+            if whole_rows {
+                let dst = std::slice::from_raw_parts_mut(row.add(ky * g.kernel[1] * cg), g.kernel[1] * cg);
+                window_row(job, g, iy.map(|iy| (img * g.input[0] + iy) * g.input[1]), ox, dst);
+                continue;
+            }
             for kx in 0..g.kernel[1] {
                 let dst = std::slice::from_raw_parts_mut(row.add((ky * g.kernel[1] + kx) * cg), cg);
                 match (iy, g.source(1, ox, kx)) {
@@ -200,6 +223,21 @@ unsafe fn gather_windows<T: Element>(job: &Job<T>, g: &Geom2, rows: std::ops::Ra
             }
         }
     }
+}
+
+/// One window row (all `kw` taps of all channels) of output column `ox` from input row `line`
+/// (its first position's index; `None` in the padding): the in-bounds taps as one copy, the
+/// rest zero.
+unsafe fn window_row<T: Element>(job: &Job<T>, g: &Geom2, line: Option<usize>, ox: usize, dst: &mut [T]) {
+    let (kw, c) = (g.kernel[1], job.channels);
+    let Some(line) = line else { return dst.fill(T::zero()) };
+    let x0 = (ox * g.stride[1]) as isize - g.pad[1] as isize;
+    let lo = (-x0).clamp(0, kw as isize) as usize;
+    let hi = (g.input[1] as isize - x0).clamp(lo as isize, kw as isize) as usize;
+    dst[..lo * c].fill(T::zero());
+    let src = job.x.at((line as isize + x0 + lo as isize) * c as isize);
+    dst[lo * c..hi * c].copy_from_slice(std::slice::from_raw_parts(src, (hi - lo) * c));
+    dst[hi * c..].fill(T::zero());
 }
 
 /// `dst (m×n, row stride) = [dst +] lhs (m×k, row stride) · rhsᵀ`, where `rhs` is `n` rows of
@@ -216,4 +254,58 @@ unsafe fn gemm_into<T: Element>((m, n, k): (usize, usize, usize), (dst, dst_rs):
         DType::F64 => call!(f64),
         other => unreachable!("the NHWC conv computes in float32 or float64, not {other}"),
     }
+}
+
+/// bfloat16 on the bf16 GEMM (`ops/conv_bf16.rs` has the rationale): per tile of positions and
+/// group, `out[tile, group] = bias + columns · W[group]ᵀ`, written by the GEMM through the output's
+/// row stride, summed in float32 and rounded once.
+fn run_bf16(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &Tensor, groups: usize, g: &Geom2) {
+    let job = Job {
+        x: Ptr(x.data_ptr::<bf16>()),
+        w: Ptr(w.data_ptr::<bf16>()),
+        bias: None,
+        out: Ptr(out.data_ptr::<bf16>()),
+        channels: x.shape()[3],
+        out_channels: out.shape()[3],
+        groups,
+    };
+    let bias: Option<Vec<bf16>> = bias.map(|b| b.to_vec::<bf16>().expect("a contiguous bias"));
+    let (cg, kg) = (job.group_in(), job.group_out());
+    let depth = cg * g.kernel[0] * g.kernel[1];
+    let positions = x.shape()[0] * g.positions_per_image();
+    let tiles = positions.div_ceil((COLUMN_BUDGET / depth.max(kg)).max(BF16_MIN_TILE));
+    let per_tile = positions.div_ceil(tiles);
+    let mut cols = Vec::new();
+    for t in 0..tiles {
+        let rows = t * per_tile..((t + 1) * per_tile).min(positions);
+        for grp in 0..groups {
+            let a = if g.is_pointwise() {
+                Mat { ptr: Ptr(job.x.at((rows.start * job.channels + grp * cg) as isize)), rs: job.channels as isize, cs: 1 }
+            } else {
+                cols.resize(rows.len() * depth, bf16::ZERO);
+                let pc = Ptr(cols.as_mut_ptr());
+                for_range(rows.len(), (GRAIN / depth).max(1), |s, e| unsafe { gather_windows(&job, g, rows.start + s..rows.start + e, grp, pc.at((s * depth) as isize)) });
+                Mat { ptr: pc, rs: depth as isize, cs: 1 }
+            };
+            let b = Mat { ptr: Ptr(job.w.at((grp * kg * depth) as isize)), rs: 1, cs: depth as isize };
+            let c = MatMut { ptr: Ptr(job.out.at((rows.start * job.out_channels + grp * kg) as isize)), rs: job.out_channels as isize, cs: 1 };
+            let bias = bias.as_ref().map(|b| &b[grp * kg..(grp + 1) * kg]);
+            unsafe {
+                if let Some(b) = bias {
+                    fill_bias(c, rows.len(), b);
+                }
+                bgemm::gemm(rows.len(), kg, depth, a, b, c, bias.is_some());
+            }
+        }
+    }
+}
+
+/// Sets each of the `rows` rows of `c` to `bias`, so the GEMM adds its sums onto it.
+unsafe fn fill_bias(c: MatMut<bf16>, rows: usize, bias: &[bf16]) {
+    let n = bias.len();
+    for_range(rows, (GRAIN / n).max(1), |s, e| {
+        for r in s..e {
+            std::slice::from_raw_parts_mut(c.ptr.at(r as isize * c.rs), n).copy_from_slice(bias);
+        }
+    });
 }

@@ -76,14 +76,10 @@ fn uninit_channels_last([n, c, h, w]: [usize; 4], dtype: DType) -> Tensor {
     Tensor::uninit(&[n, h, w, c], dtype).permute(&[0, 3, 1, 2]).expect("a 4-d tensor")
 }
 
-/// Float dtypes the NHWC kernels compute in directly.
-fn is_native(dtype: DType) -> bool {
-    matches!(dtype, DType::F32 | DType::F64)
-}
-
-/// Whether batch_norm on `x` runs on the channels-last kernels.
+/// Whether batch_norm on `x` runs on the channels-last kernels (every float dtype: half types
+/// compute in float32 there, so a bf16 activation never leaves channels-last memory).
 pub fn norm_applies(x: &Tensor) -> bool {
-    is_channels_last(x) && is_channels_last_contiguous(x) && is_native(x.dtype())
+    is_channels_last(x) && is_channels_last_contiguous(x) && x.dtype().is_float()
 }
 
 #[cfg(test)]

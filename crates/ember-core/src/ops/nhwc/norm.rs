@@ -4,12 +4,14 @@
 //! same result whichever thread finishes first).
 use super::{nhwc_view, uninit_channels_last};
 use crate::dtype::{DType, Element};
+use crate::ops::nn::Stored;
+use half::{bf16, f16};
 use crate::ops::map::Ptr;
 use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
 use std::sync::Mutex;
 
-/// Per-channel mean and biased variance of a channels-last float32/float64 `x` (two passes).
+/// Per-channel mean and biased variance of a channels-last float `x` (two passes).
 pub fn channel_moments(x: &Tensor) -> (Vec<f64>, Vec<f64>) {
     let v = nhwc_view(x);
     let c = v.shape()[3];
@@ -21,10 +23,11 @@ pub fn channel_moments(x: &Tensor) -> (Vec<f64>, Vec<f64>) {
 
 /// Column sums of `[rows, C]` memory, or of squared deviations from `center` when given.
 fn column_sums(v: &Tensor, center: Option<&[f64]>) -> Vec<f64> {
-    if v.dtype() == DType::F64 {
-        column_sums_of::<f64>(v, center)
-    } else {
-        column_sums_of::<f32>(v, center)
+    match v.dtype() {
+        DType::F64 => column_sums_of::<f64>(v, center),
+        DType::BF16 => column_sums_of::<bf16>(v, center),
+        DType::F16 => column_sums_of::<f16>(v, center),
+        _ => column_sums_of::<f32>(v, center),
     }
 }
 
@@ -52,27 +55,30 @@ fn column_sums_of<T: Element>(v: &Tensor, center: Option<&[f64]>) -> Vec<f64> {
     })
 }
 
-/// `x[.., c] * scale[c] + shift[c]` for a channels-last float32/float64 `x`; channels-last result.
+/// `x[.., c] * scale[c] + shift[c]` for a channels-last float `x` (half types computed in
+/// float32 and rounded once); channels-last result.
 pub fn channel_affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> Tensor {
     let s = x.shape();
     let out = uninit_channels_last([s[0], s[1], s[2], s[3]], x.dtype());
-    if x.dtype() == DType::F64 {
-        affine_of::<f64>(&nhwc_view(x), scale, shift, &nhwc_view(&out));
-    } else {
-        affine_of::<f32>(&nhwc_view(x), scale, shift, &nhwc_view(&out));
+    let (xv, ov) = (nhwc_view(x), nhwc_view(&out));
+    match x.dtype() {
+        DType::F64 => affine_of::<f64>(&xv, scale, shift, &ov),
+        DType::BF16 => affine_of::<bf16>(&xv, scale, shift, &ov),
+        DType::F16 => affine_of::<f16>(&xv, scale, shift, &ov),
+        _ => affine_of::<f32>(&xv, scale, shift, &ov),
     }
     out
 }
 
-fn affine_of<T: Element + std::ops::Mul<Output = T> + std::ops::Add<Output = T>>(x: &Tensor, scale: &[f64], shift: &[f64], out: &Tensor) {
+fn affine_of<T: Stored>(x: &Tensor, scale: &[f64], shift: &[f64], out: &Tensor) {
     let c = x.shape()[3];
-    let (a, b): (Vec<T>, Vec<T>) = (scale.iter().map(|&v| T::from_f64(v)).collect(), shift.iter().map(|&v| T::from_f64(v)).collect());
+    let (a, b): (Vec<T::R>, Vec<T::R>) = (scale.iter().map(|&v| <T::R as Element>::from_f64(v)).collect(), shift.iter().map(|&v| <T::R as Element>::from_f64(v)).collect());
     let (px, po) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
     for_range(x.numel() / c, (GRAIN / c).max(1), |s, e| unsafe {
         for r in s..e {
             let (src, dst) = (std::slice::from_raw_parts(px.at((r * c) as isize), c), std::slice::from_raw_parts_mut(po.at((r * c) as isize), c));
             for (((d, &v), &a), &b) in dst.iter_mut().zip(src).zip(&a).zip(&b) {
-                *d = v * a + b;
+                *d = T::store(v.load() * a + b);
             }
         }
     });
