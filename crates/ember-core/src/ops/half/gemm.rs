@@ -25,6 +25,8 @@ const MC: usize = 48;
 /// k-pairs the accumulators run over before a slice's sums go to scratch: a B micro-panel
 /// (2048 × 32 pairs = 256 KiB) and a block of A rows still fit L2 together.
 const KP_MAX: usize = 2048;
+/// How far ahead (in k-pairs) B's rows are prefetched while packing.
+const PREFETCH_PAIRS: usize = 8;
 
 /// Whether the `vdpbf16ps` kernel runs (the chosen half path is `avx512bf16`).
 pub fn available() -> bool {
@@ -199,6 +201,10 @@ unsafe fn pack_b_rows<S: Source>(b: Mat<S>, c0: usize, width: usize, k: usize, p
     for q in 0..k.div_ceil(2) {
         let has_hi = 2 * q + 1 < k;
         let (l, h) = if S::IS_BF16 && b.cs == 1 {
+            // Rows PREFETCH_PAIRS ahead: the walk down a 64-byte column strip misses in cache.
+            let ahead = |r: usize| b.ptr.0.wrapping_offset((r + 2 * PREFETCH_PAIRS) as isize * b.rs + c0 as isize) as *const u8;
+            kernel::prefetch(ahead(2 * q));
+            kernel::prefetch(ahead(2 * q + 1));
             (row(2 * q) as *const u16, row(2 * q + has_hi as usize) as *const u16)
         } else {
             S::to_bits(row(2 * q), b.cs, width, lo.as_mut_ptr());
