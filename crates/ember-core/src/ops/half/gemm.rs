@@ -171,7 +171,7 @@ unsafe fn pack_b<S: Source>(b: Mat<S>, j0: usize, cols: usize, k: usize, packed:
         for jp in s..e {
             let (c0, width) = (j0 + jp * NR, NR.min(cols - jp * NR));
             let panel = out.at((jp * kp * NR) as isize);
-            if S::IS_BF16 && b.rs == 1 && k % 2 == 0 {
+            if S::IS_BF16 && b.rs == 1 && k.is_multiple_of(2) {
                 pack_b_columns(b, c0, width, kp, panel);
             } else {
                 pack_b_rows(b, c0, width, k, panel);
@@ -249,7 +249,7 @@ impl<S: Source, D: Sink> Chunk<S, D> {
     /// Rows `r0..r1` against panels `p0..p1`, `MC` rows at a time.
     unsafe fn task(&self, (r0, r1): (usize, usize), (p0, p1): (usize, usize)) {
         let kp = self.k.div_ceil(2);
-        let in_place = S::IS_BF16 && self.a.cs == 1 && self.k % 2 == 0;
+        let in_place = S::IS_BF16 && self.a.cs == 1 && self.k.is_multiple_of(2);
         let mut rows_buf = if in_place { Vec::new() } else { vec![0u16; MC.min(r1 - r0) * 2 * kp] };
         let slices = kp.div_ceil(KP_MAX);
         let tiles_per_block = if slices > 1 { MC.div_ceil(MR) * (p1 - p0) } else { 1 };
