@@ -467,7 +467,7 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
     if let Some(c) = direct_geometry(g, cin, cout, groups).filter(|_| T::DTYPE == DType::F32) {
         let bias = ops.bias.as_ref().map(|b| b.data_ptr::<f32>() as *const f32);
         let (x, w, o) = (ops.input.data_ptr::<f32>(), ops.weight.data_ptr::<f32>(), out.data_ptr::<f32>());
-        if conv_small::preferred(&c) {
+        if conv_small::preferred(&c, batch) {
             unsafe { conv_small::conv2d(&c, batch * groups, x, w, bias, o) };
         } else {
             unsafe { conv_direct::conv2d(&c, batch * groups, x, w, bias, o) };

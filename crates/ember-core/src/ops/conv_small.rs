@@ -19,21 +19,24 @@ const MAX_P: usize = 14;
 
 /// Whether this kernel should run `c` instead of `conv_direct`: output rows narrow enough that
 /// the latter wastes lanes, and channels enough to fill these vectors. The widths are where it
-/// measured faster on the ResNet-50 3x3 layers (stride 2 from 8 outputs up to 16).
-pub(crate) fn preferred(c: &Conv2d) -> bool {
+/// measured faster on the ResNet-50 3x3 layers (stride 2 from 8 outputs up to 16). Packing the
+/// weights costs about as much as 16-32 positions use them, so `images` (all its images) must
+/// bring enough positions per weight.
+pub(crate) fn preferred(c: &Conv2d, images: usize) -> bool {
     let narrow = match c.stride[1] {
         1 => c.output[1] <= 32,
         2 => (8..=16).contains(&c.output[1]),
         _ => false,
     };
-    narrow && c.out_channels >= CB && c.kernel != [1, 1] && super::conv_direct::has_avx512()
+    let positions = images * c.output[0] * c.output[1];
+    narrow && positions >= 256 && c.out_channels >= CB && c.kernel != [1, 1] && super::conv_direct::has_avx512()
 }
 
 /// The same contract as `conv_direct::conv2d`: `out[i] = bias[g] + W[g] ⋆ x[i]` for the
 /// (image, group) pairs `i` of `[batch, groups·channels, h, w]`, `g = i % groups`.
 ///
 /// # Safety
-/// `x`, `w`, `bias` and `out` must hold the sizes that contract implies; `preferred(c)`.
+/// `x`, `w`, `bias` and `out` must hold the sizes that contract implies; AVX-512F; the row stride 1 or 2.
 pub(crate) unsafe fn conv2d(c: &Conv2d, images: usize, x: *const f32, w: *const f32, bias: Option<*const f32>, out: *mut f32) {
     let planes = Planes::new(c);
     let padded = planes.fill(c, images, x);
