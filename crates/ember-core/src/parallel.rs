@@ -1,29 +1,55 @@
-//! The one thread pool every kernel runs on. `set_num_threads` swaps the pool; work below
-//! `GRAIN` elements stays on the calling thread, where a fork/join would cost more than it saves.
+//! The threads every kernel runs on. `for_range`, the elementwise and reduction workhorse, runs
+//! on a team: the calling thread plus `threads - 1` workers that spin for a while after each job,
+//! as OpenMP's do, because waking a sleeping thread costs tens of microseconds (more on a VM) and
+//! a sleeping caller costs as much again. Kernels built on rayon (gemm, faer, parallel sorts)
+//! use the rayon pool. `set_num_threads` replaces both. Work below `GRAIN` elements stays on the
+//! calling thread, where a fork/join would cost more than it saves.
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 /// Elements per task below which splitting is not worth a task.
 pub const GRAIN: usize = 32 * 1024;
 
-fn slot() -> &'static RwLock<Arc<ThreadPool>> {
-    static POOL: OnceLock<RwLock<Arc<ThreadPool>>> = OnceLock::new();
-    POOL.get_or_init(|| {
+/// Ranges per thread a large job is cut into: on a shared host a core can stall mid-job, and
+/// with several ranges each the other threads take over its remaining ones.
+const RANGES_PER_THREAD: usize = 4;
+
+/// How long an idle team worker keeps looking for the next job before it sleeps; after the
+/// first few microseconds it yields, so a runnable rayon worker still gets the core.
+const SPIN_FOR: Duration = Duration::from_millis(2);
+const PURE_SPINS: u32 = 2000;
+
+struct Threads {
+    rayon: Arc<ThreadPool>,
+    team: Arc<Team>,
+}
+
+fn slot() -> &'static RwLock<Threads> {
+    static THREADS: OnceLock<RwLock<Threads>> = OnceLock::new();
+    THREADS.get_or_init(|| {
         let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        RwLock::new(Arc::new(build(n)))
+        RwLock::new(Threads::new(n))
     })
 }
 
-fn build(n: usize) -> ThreadPool {
-    ThreadPoolBuilder::new()
-        .num_threads(n)
-        .thread_name(|i| format!("ember-{i}"))
-        .build()
-        .expect("could not start the thread pool")
+impl Threads {
+    fn new(n: usize) -> Threads {
+        let rayon = ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("ember-{i}"))
+            .build()
+            .expect("could not start the thread pool");
+        Threads { rayon: Arc::new(rayon), team: Team::start(n) }
+    }
 }
 
 pub fn pool() -> Arc<ThreadPool> {
-    slot().read().unwrap().clone()
+    slot().read().unwrap().rayon.clone()
 }
 
 pub fn num_threads() -> usize {
@@ -33,35 +59,221 @@ pub fn num_threads() -> usize {
 pub fn set_num_threads(n: usize) {
     let n = n.max(1);
     if num_threads() != n {
-        *slot().write().unwrap() = Arc::new(build(n));
+        *slot().write().unwrap() = Threads::new(n);
     }
 }
 
-/// Ranges per thread a large job is cut into: on a shared host a core can stall mid-job, and
-/// with several ranges each the other threads take over its remaining ones.
-const RANGES_PER_THREAD: usize = 4;
-
 /// Calls `f(start, end)` over `0..n` in ranges at least `grain` long, a few per thread; runs
-/// inline when there is only one range.
+/// inline when there is only one range, inside another parallel job, or while another thread
+/// has the team.
 pub fn for_range(n: usize, grain: usize, f: impl Fn(usize, usize) + Sync) {
-    let pool = pool();
-    let threads = pool.current_num_threads();
-    let tasks = (n / grain.max(1)).clamp(1, threads * RANGES_PER_THREAD);
-    if threads == 1 || tasks <= 1 || rayon::current_thread_index().is_some() {
+    let team = slot().read().unwrap().team.clone();
+    let tasks = (n / grain.max(1)).clamp(1, (team.threads * RANGES_PER_THREAD).min(0xffff));
+    let nested = IN_JOB.get() || rayon::current_thread_index().is_some();
+    if tasks <= 1 || team.threads == 1 || nested || team.busy.swap(true, Acquire) {
         if n > 0 {
             f(0, n);
         }
         return;
     }
     let chunk = n.div_ceil(tasks);
-    pool.scope(|s| {
-        for t in 1..tasks {
-            let (start, end) = (t * chunk, ((t + 1) * chunk).min(n));
-            if start < end {
-                let f = &f;
-                s.spawn(move |_| f(start, end));
+    team.run(&Job { f: &f, n, chunk }, n.div_ceil(chunk));
+    team.busy.store(false, Release);
+}
+
+thread_local! {
+    /// Set on team workers and on a caller while it runs a job: nested calls run inline.
+    static IN_JOB: Cell<bool> = const { Cell::new(false) };
+}
+
+struct Job<'a> {
+    f: &'a (dyn Fn(usize, usize) + Sync),
+    n: usize,
+    chunk: usize,
+}
+
+/// One job at a time. `state` packs the job's generation (high 32 bits), its task count (next
+/// 16) and the next unclaimed task (low 16), so a claim is one compare-exchange that fails once
+/// the job it saw has moved on; `job` stays valid while any claimed task is unfinished.
+struct Team {
+    threads: usize,
+    busy: AtomicBool,
+    state: AtomicU64,
+    job: AtomicPtr<()>,
+    done: AtomicUsize,
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+    stop: AtomicBool,
+}
+
+impl Team {
+    fn start(threads: usize) -> Arc<Team> {
+        let team = Arc::new(Team {
+            threads,
+            busy: AtomicBool::new(false),
+            state: AtomicU64::new(0),
+            job: AtomicPtr::new(std::ptr::null_mut()),
+            done: AtomicUsize::new(0),
+            panic: Mutex::new(None),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+            stop: AtomicBool::new(false),
+        });
+        for i in 1..threads {
+            let team = team.clone();
+            std::thread::Builder::new()
+                .name(format!("ember-team-{i}"))
+                .spawn(move || team.work())
+                .expect("could not start a worker thread");
+        }
+        team
+    }
+
+    /// Publishes `job`, works on it, and returns once every task has finished.
+    fn run(&self, job: &Job, tasks: usize) {
+        self.job.store(job as *const Job as *mut (), Relaxed);
+        self.done.store(0, Relaxed);
+        let generation = (self.state.load(Relaxed) >> 32).wrapping_add(1) & 0xffff_ffff;
+        self.state.store(generation << 32 | (tasks as u64) << 16, SeqCst);
+        if self.sleepers.load(SeqCst) > 0 {
+            let _guard = self.lock.lock().unwrap();
+            self.wake.notify_all();
+        }
+        IN_JOB.set(true);
+        self.work_on(generation);
+        IN_JOB.set(false);
+        let mut spins = 0u32;
+        while self.done.load(Acquire) < tasks {
+            spins += 1;
+            if spins < PURE_SPINS { std::hint::spin_loop() } else { std::thread::yield_now() }
+        }
+        let panicked = self.panic.lock().unwrap().take();
+        if let Some(payload) = panicked {
+            self.busy.store(false, Release);
+            resume_unwind(payload);
+        }
+    }
+
+    fn claim(&self, generation: u64) -> Option<usize> {
+        let mut s = self.state.load(Acquire);
+        loop {
+            let (tasks, next) = ((s >> 16) & 0xffff, s & 0xffff);
+            if s >> 32 != generation || next >= tasks {
+                return None;
+            }
+            match self.state.compare_exchange_weak(s, s + 1, AcqRel, Acquire) {
+                Ok(_) => return Some(next as usize),
+                Err(now) => s = now,
             }
         }
-        f(0, chunk.min(n));
-    });
+    }
+
+    fn work_on(&self, generation: u64) {
+        while let Some(t) = self.claim(generation) {
+            // A claimed task keeps the job alive: its caller waits for `done`.
+            let job = unsafe { &*(self.job.load(Acquire) as *const Job) };
+            let (start, end) = (t * job.chunk, ((t + 1) * job.chunk).min(job.n));
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (job.f)(start, end))) {
+                self.panic.lock().unwrap().get_or_insert(payload);
+            }
+            self.done.fetch_add(1, Release);
+        }
+    }
+
+    fn work(&self) {
+        IN_JOB.set(true);
+        let mut seen = self.state.load(Acquire) >> 32;
+        while let Some(generation) = self.next_job(seen) {
+            seen = generation;
+            self.work_on(generation);
+        }
+    }
+
+    /// Waits for a generation other than `seen`: spinning, then yielding, then asleep.
+    fn next_job(&self, seen: u64) -> Option<u64> {
+        let started = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            if self.stop.load(Relaxed) {
+                return None;
+            }
+            let generation = self.state.load(Acquire) >> 32;
+            if generation != seen {
+                return Some(generation);
+            }
+            spins += 1;
+            if spins < PURE_SPINS {
+                std::hint::spin_loop();
+            } else if started.elapsed() < SPIN_FOR {
+                std::thread::yield_now();
+            } else {
+                self.sleep_unless_moved(seen);
+                spins = 0;
+            }
+        }
+    }
+
+    /// Sleeps until `run` or `Threads::drop` wakes the team; the counter is raised before the last look
+    /// at `state`, so a job published meanwhile either is seen here or sees a sleeper to wake.
+    fn sleep_unless_moved(&self, seen: u64) {
+        let guard = self.lock.lock().unwrap();
+        self.sleepers.fetch_add(1, SeqCst);
+        if self.state.load(SeqCst) >> 32 == seen && !self.stop.load(SeqCst) {
+            drop(self.wake.wait(guard).unwrap());
+        }
+        self.sleepers.fetch_sub(1, SeqCst);
+    }
+}
+
+/// The workers hold the team too, so replacing the threads is what tells them to exit (a job
+/// still running on the old team finishes; its caller claims whatever they leave).
+impl Drop for Threads {
+    fn drop(&mut self) {
+        self.team.stop.store(true, SeqCst);
+        let _guard = self.team.lock.lock().unwrap();
+        self.team.wake.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn covered(n: usize, grain: usize) -> Vec<usize> {
+        let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+        for_range(n, grain, |s, e| (s..e).for_each(|i| _ = hits[i].fetch_add(1, Relaxed)));
+        hits.into_iter().map(|h| h.into_inner()).collect()
+    }
+
+    #[test]
+    fn every_index_runs_once_whatever_the_split() {
+        for (n, grain) in [(0, 1), (1, 1), (7, 1), (1000, 3), (100_000, 1), (65_537, 64)] {
+            for _ in 0..50 {
+                assert!(covered(n, grain).iter().all(|&c| c == 1), "n={n} grain={grain}");
+            }
+        }
+    }
+
+    #[test]
+    fn nested_and_concurrent_calls_run_inline_and_finish() {
+        let total = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for_range(64, 1, |a, b| for_range(1000, 1, |c, d| _ = total.fetch_add((b - a) * (d - c), Relaxed)));
+                });
+            }
+        });
+        assert_eq!(total.into_inner(), 3 * 64 * 1000);
+    }
+
+    #[test]
+    fn a_panicking_task_reaches_the_caller_and_the_team_recovers() {
+        let r = catch_unwind(|| for_range(1000, 1, |s, _| assert!(s == 0, "task at {s} failed")));
+        assert!(r.is_err());
+        assert!(covered(10_000, 1).iter().all(|&c| c == 1));
+    }
 }

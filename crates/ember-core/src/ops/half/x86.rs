@@ -1,6 +1,7 @@
 //! The vector conversion kernels. Every one takes raw pointers (source and destination may be
 //! the same buffer reinterpreted, so no slices) and handles any length: AVX2 finishes its tail
-//! one element at a time with the scalar rounding, AVX-512 with masked loads and stores.
+//! one element at a time with the scalar rounding, AVX-512 with masked loads and stores. Masks
+//! stay out of the main loops: masked memory ops in a loop ran 4x slower on Zen 5.
 use super::scalar;
 use std::arch::x86_64::*;
 
@@ -96,45 +97,61 @@ unsafe fn bf16_round_avx512(x: __m512i) -> __m256i {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,f16c")]
 pub unsafe fn f32_to_bf16_avx512(src: *const f32, dst: *mut u16, n: usize) {
     let mut i = 0;
-    while i < n {
+    while i + 16 <= n {
+        let x = _mm512_loadu_si512(src.add(i) as *const __m512i);
+        _mm256_storeu_si256(dst.add(i) as *mut __m256i, bf16_round_avx512(x));
+        i += 16;
+    }
+    if i < n {
         let m = lanes(n - i);
         let x = _mm512_maskz_loadu_epi32(m, src.add(i) as *const i32);
         _mm256_mask_storeu_epi16(dst.add(i) as *mut i16, m, bf16_round_avx512(x));
-        i += 16;
     }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,f16c")]
 pub unsafe fn bf16_to_f32_avx512(src: *const u16, dst: *mut f32, n: usize) {
+    let widen = |h: __m256i| _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h));
     let mut i = 0;
-    while i < n {
+    while i + 16 <= n {
+        let h = _mm256_loadu_si256(src.add(i) as *const __m256i);
+        _mm512_storeu_si512(dst.add(i) as *mut __m512i, widen(h));
+        i += 16;
+    }
+    if i < n {
         let m = lanes(n - i);
         let h = _mm256_maskz_loadu_epi16(m, src.add(i) as *const i16);
-        let f = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h));
-        _mm512_mask_storeu_epi32(dst.add(i) as *mut i32, m, f);
-        i += 16;
+        _mm512_mask_storeu_epi32(dst.add(i) as *mut i32, m, widen(h));
     }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,f16c")]
 pub unsafe fn f32_to_f16_avx512(src: *const f32, dst: *mut u16, n: usize) {
     let mut i = 0;
-    while i < n {
+    while i + 16 <= n {
+        let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm512_loadu_ps(src.add(i)));
+        _mm256_storeu_si256(dst.add(i) as *mut __m256i, h);
+        i += 16;
+    }
+    if i < n {
         let m = lanes(n - i);
         let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm512_maskz_loadu_ps(m, src.add(i)));
         _mm256_mask_storeu_epi16(dst.add(i) as *mut i16, m, h);
-        i += 16;
     }
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,f16c")]
 pub unsafe fn f16_to_f32_avx512(src: *const u16, dst: *mut f32, n: usize) {
     let mut i = 0;
-    while i < n {
+    while i + 16 <= n {
+        let f = _mm512_cvtph_ps(_mm256_loadu_si256(src.add(i) as *const __m256i));
+        _mm512_storeu_ps(dst.add(i), f);
+        i += 16;
+    }
+    if i < n {
         let m = lanes(n - i);
         let f = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src.add(i) as *const i16));
         _mm512_mask_storeu_ps(dst.add(i), m, f);
-        i += 16;
     }
 }
 
