@@ -107,6 +107,18 @@ def test_conv2d_channels_last_equals_nchw(case, dtype):
         close(out, ref, 1e-4 if dtype == ember.float32 else 1e-10)
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv2d_channels_last_small_images_match_float64(stride):
+    # Wide enough in channels and positions for the small-image direct kernel, which reads and
+    # writes NHWC through strides; 40 outputs leave a partial block of 32.
+    x, w, b = ember.randn(2, 12, 24, 24), ember.randn(40, 12, 3, 3), ember.randn(40)
+    ref = F.conv2d(x.double(), w.double(), b.double(), stride=stride, padding=1)
+    for wi in (w, cl(w)):
+        out = F.conv2d(cl(x), wi, b, stride=stride, padding=1)
+        assert out.is_contiguous(memory_format=CL) and out.shape == ref.shape
+        close(out.double(), ref, 1e-4)
+
+
 def test_conv2d_channels_last_other_shapes():
     x = ember.randn(1, 3, 7, 7)
     close(F.conv2d(cl(x), ember.ones(5, 3, 3, 3), padding="same"), F.conv2d(x, ember.ones(5, 3, 3, 3), padding="same"))

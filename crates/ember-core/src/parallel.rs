@@ -48,12 +48,18 @@ impl Threads {
     }
 }
 
+/// Counts `pool()` calls: a rayon kernel is about to start, and idle team workers that see the
+/// count move go to sleep at once rather than take cores from it.
+static RAYON_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// The rayon pool, for kernels built on rayon; call it right before running one.
 pub fn pool() -> Arc<ThreadPool> {
+    RAYON_CALLS.fetch_add(1, Relaxed);
     slot().read().unwrap().rayon.clone()
 }
 
 pub fn num_threads() -> usize {
-    pool().current_num_threads()
+    slot().read().unwrap().rayon.current_num_threads()
 }
 
 pub fn set_num_threads(n: usize) {
@@ -192,9 +198,11 @@ impl Team {
         }
     }
 
-    /// Waits for a generation other than `seen`: spinning, then yielding, then asleep.
+    /// Waits for a generation other than `seen`: spinning, then yielding, then asleep (at once
+    /// when a rayon kernel starts).
     fn next_job(&self, seen: u64) -> Option<u64> {
         let started = Instant::now();
+        let rayon_calls = RAYON_CALLS.load(Relaxed);
         let mut spins = 0u32;
         loop {
             if self.stop.load(Relaxed) {
@@ -205,19 +213,18 @@ impl Team {
                 return Some(generation);
             }
             spins += 1;
-            if spins < PURE_SPINS {
-                std::hint::spin_loop();
-            } else if started.elapsed() < SPIN_FOR {
-                std::thread::yield_now();
-            } else {
+            if RAYON_CALLS.load(Relaxed) != rayon_calls || started.elapsed() >= SPIN_FOR {
                 self.sleep_unless_moved(seen);
-                spins = 0;
+            } else if spins < PURE_SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
             }
         }
     }
 
-    /// Sleeps until `run` or `Threads::drop` wakes the team; the counter is raised before the last look
-    /// at `state`, so a job published meanwhile either is seen here or sees a sleeper to wake.
+    /// Sleeps until `run` or `Threads::drop` wakes the team; the counter is raised before the
+    /// last look at `state`, so a job published meanwhile either is seen here or sees a sleeper.
     fn sleep_unless_moved(&self, seen: u64) {
         let guard = self.lock.lock().unwrap();
         self.sleepers.fetch_add(1, SeqCst);

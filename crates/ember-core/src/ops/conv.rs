@@ -438,6 +438,9 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
         dilation: to3(&dilation, 1),
     };
     if ops.channels_last {
+        if let Some(out) = small_channels_last(&ops, &geom) {
+            return finish(&ops, out);
+        }
         let two = |v: [usize; 3]| [v[1], v[2]];
         let g = super::nhwc::Geom2 { input: two(geom.input), output: two(geom.output), kernel: two(geom.kernel), stride: two(geom.stride), pad: two(geom.pad), dilation: two(geom.dilation) };
         return finish(&ops, super::nhwc::conv2d(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &g));
@@ -458,6 +461,19 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
     finish(&ops, out)
 }
 
+/// A channels-last float32 conv that `conv_small` takes: it reads and writes NHWC through
+/// strides, and beats the NHWC GEMM on small images.
+fn small_channels_last(ops: &Operands, g: &Geom) -> Option<Tensor> {
+    let (batch, cin, cout) = (ops.batch, ops.input.shape()[1], ops.weight.shape()[0]);
+    let c = direct_geometry(g, cin, cout, 1).filter(|c| ops.groups == 1 && ops.input.dtype() == DType::F32 && conv_small::preferred(c, batch))?;
+    let out = Tensor::uninit(&[batch, g.output[1], g.output[2], cout], DType::F32).permute(&[0, 3, 1, 2]).ok()?;
+    let strides = |t: &Tensor| -> conv_small::Strides { std::array::from_fn(|d| t.strides()[d] as usize) };
+    let (x, w) = ((ops.input.data_ptr::<f32>() as *const f32, strides(&ops.input)), (ops.weight.data_ptr::<f32>() as *const f32, strides(&ops.weight)));
+    let bias = ops.bias.as_ref().map(|b| b.data_ptr::<f32>() as *const f32);
+    unsafe { conv_small::conv2d(&c, batch, x, w, bias, (out.data_ptr::<f32>(), strides(&out))) };
+    Some(out)
+}
+
 /// Runs the forward GEMMs: out[n, group] = W[group] · columns(input[n, group]), or the direct
 /// kernel where it applies.
 fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out: &Tensor) {
@@ -468,7 +484,9 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
         let bias = ops.bias.as_ref().map(|b| b.data_ptr::<f32>() as *const f32);
         let (x, w, o) = (ops.input.data_ptr::<f32>(), ops.weight.data_ptr::<f32>(), out.data_ptr::<f32>());
         if conv_small::preferred(&c, batch) {
-            unsafe { conv_small::conv2d(&c, batch * groups, x, w, bias, o) };
+            let (xs, os) = (conv_small::dense([batch * groups, cin, g.input[1], g.input[2]]), conv_small::dense([batch * groups, cout, g.output[1], g.output[2]]));
+            let ws = conv_small::dense([groups * cout, cin, g.kernel[1], g.kernel[2]]);
+            unsafe { conv_small::conv2d(&c, batch * groups, (x, xs), (w, ws), bias, (o, os)) };
         } else {
             unsafe { conv_direct::conv2d(&c, batch * groups, x, w, bias, o) };
         }

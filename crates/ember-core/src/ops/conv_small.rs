@@ -32,15 +32,26 @@ pub(crate) fn preferred(c: &Conv2d, images: usize) -> bool {
     narrow && positions >= 256 && c.out_channels >= CB && c.kernel != [1, 1] && super::conv_direct::has_avx512()
 }
 
-/// The same contract as `conv_direct::conv2d`: `out[i] = bias[g] + W[g] ⋆ x[i]` for the
-/// (image, group) pairs `i` of `[batch, groups·channels, h, w]`, `g = i % groups`.
+/// Element strides of a 4-d operand: (image, channel, row, column) for `x` and `out`, (output
+/// channel, input channel, row, column) for the weight.
+pub(crate) type Strides = [usize; 4];
+
+/// The contiguous strides of `shape`.
+pub(crate) fn dense(shape: [usize; 4]) -> Strides {
+    [shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3], 1]
+}
+
+/// The same contract as `conv_direct::conv2d`, `out[i] = bias[g] + W[g] ⋆ x[i]` for the
+/// (image, group) pairs `i` of `[batch, groups·channels, h, w]`, `g = i % groups`, with each
+/// operand in any layout its strides give (an image stride steps over one (image, group) pair,
+/// so a layout that does not keep a pair's channels together needs `groups == 1`).
 ///
 /// # Safety
-/// `x`, `w`, `bias` and `out` must hold the sizes that contract implies; AVX-512F; the row stride 1 or 2.
-pub(crate) unsafe fn conv2d(c: &Conv2d, images: usize, x: *const f32, w: *const f32, bias: Option<*const f32>, out: *mut f32) {
+/// `x`, `w`, `bias` and `out` must hold what the strides address; AVX-512F; the row stride 1 or 2.
+pub(crate) unsafe fn conv2d(c: &Conv2d, images: usize, (x, xs): (*const f32, Strides), (w, ws): (*const f32, Strides), bias: Option<*const f32>, (out, os): (*mut f32, Strides)) {
     let planes = Planes::new(c);
-    let padded = planes.fill(c, images, x);
-    let weights = pack_weights(c, w);
+    let padded = planes.fill(c, images, x, xs);
+    let weights = pack_weights(c, w, ws);
     let blocks = c.out_channels.div_ceil(CB);
     let chunks = c.output[1].div_ceil(MAX_P);
     // Rows at most half a tile wide go two at a time.
@@ -50,7 +61,6 @@ pub(crate) unsafe fn conv2d(c: &Conv2d, images: usize, x: *const f32, w: *const 
     let k = offsets.len();
     let (src, wp, dst) = (Ptr(padded.as_ptr() as *mut f32), Ptr(weights.as_ptr() as *mut f32), Ptr(out));
     let bias = bias.map(|b| Ptr(b as *mut f32));
-    let out_plane = c.output[0] * c.output[1];
     // Tasks ordered block-major, so a thread's consecutive tasks reuse one block's weights.
     for_range(blocks * images * rows, 1, |start, end| {
         for t in start..end {
@@ -67,11 +77,10 @@ pub(crate) unsafe fn conv2d(c: &Conv2d, images: usize, x: *const f32, w: *const 
             let mut tile = [[0f32; CB]; MAX_P];
             let shape = Tile { width: x1 - x0, rows: tile_rows, stride: c.stride[1], row_step: c.stride[0] * planes.width };
             shape.compute(base, &offsets, wblock, &init, &mut tile);
-            let first = dst.at((image * c.out_channels * out_plane + cb * CB * out_plane + y * c.output[1] + x0) as isize);
-            for j in 0..valid {
-                for (p, outputs) in tile.iter().take(shape.width * tile_rows).enumerate() {
-                    *first.add(j * out_plane + (p / shape.width) * c.output[1] + p % shape.width) = outputs[j];
-                }
+            let first = dst.at((image * os[0] + cb * CB * os[1] + y * os[2] + x0 * os[3]) as isize);
+            for (p, outputs) in tile.iter().take(shape.width * tile_rows).enumerate() {
+                let at = first.add((p / shape.width) * os[2] + (p % shape.width) * os[3]);
+                (0..valid).for_each(|j| *at.add(j * os[1]) = outputs[j]);
             }
         }
     });
@@ -93,7 +102,7 @@ impl Planes {
         self.height * self.width
     }
     /// Copies every channel of `images` images into its padded plane.
-    unsafe fn fill(&self, c: &Conv2d, images: usize, x: *const f32) -> Vec<f32> {
+    unsafe fn fill(&self, c: &Conv2d, images: usize, x: *const f32, xs: Strides) -> Vec<f32> {
         let mut planes = vec![0f32; images * c.channels * self.size()];
         let (src, dst) = (Ptr(x as *mut f32), Ptr(planes.as_mut_ptr()));
         let [h, w] = c.input;
@@ -101,7 +110,11 @@ impl Planes {
             for ch in start..end {
                 for iy in 0..h {
                     let to = dst.at((ch * self.size() + (iy + c.pad[0]) * self.width + c.pad[1]) as isize);
-                    std::ptr::copy_nonoverlapping(src.at(((ch * h + iy) * w) as isize), to, w);
+                    let from = src.at(((ch / c.channels) * xs[0] + (ch % c.channels) * xs[1] + iy * xs[2]) as isize);
+                    match xs[3] {
+                        1 => std::ptr::copy_nonoverlapping(from, to, w),
+                        step => (0..w).for_each(|ix| *to.add(ix) = *from.add(ix * step)),
+                    }
                 }
             }
         });
@@ -116,10 +129,12 @@ impl Planes {
     }
 }
 
-/// The weights `[groups·out, k]` as `[group][block of 32 outputs][k][32]`, zero past the last
-/// output channel.
-unsafe fn pack_weights(c: &Conv2d, w: *const f32) -> Vec<f32> {
-    let k = c.channels * c.kernel[0] * c.kernel[1];
+/// The weights `[groups·out, channels, kh, kw]` as `[group][block of 32 outputs][k][32]`, `k`
+/// running over (channel, row, column); zero past the last output channel.
+unsafe fn pack_weights(c: &Conv2d, w: *const f32, ws: Strides) -> Vec<f32> {
+    let [kh, kw] = c.kernel;
+    let k = c.channels * kh * kw;
+    let taps: Vec<usize> = (0..k).map(|kk| (kk / (kh * kw)) * ws[1] + (kk / kw % kh) * ws[2] + (kk % kw) * ws[3]).collect();
     let blocks = c.out_channels.div_ceil(CB);
     let mut packed = vec![0f32; c.groups * blocks * k * CB];
     let (src, dst) = (Ptr(w as *mut f32), Ptr(packed.as_mut_ptr()));
@@ -128,9 +143,9 @@ unsafe fn pack_weights(c: &Conv2d, w: *const f32) -> Vec<f32> {
             let (group, cb) = (gb / blocks, gb % blocks);
             let block = dst.at((gb * k * CB) as isize);
             for j in 0..CB.min(c.out_channels - cb * CB) {
-                let row = src.at(((group * c.out_channels + cb * CB + j) * k) as isize);
-                for kk in 0..k {
-                    *block.add(kk * CB + j) = *row.add(kk);
+                let row = src.at(((group * c.out_channels + cb * CB + j) * ws[0]) as isize);
+                for (kk, &tap) in taps.iter().enumerate() {
+                    *block.add(kk * CB + j) = *row.add(tap);
                 }
             }
         }
@@ -259,10 +274,28 @@ mod tests {
             let x: Vec<f32> = (0..images * channels * input[0] * input[1]).map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0).collect();
             let w: Vec<f32> = (0..groups * out_channels * k).map(|i| ((i * 104729) % 89) as f32 / 11.0 - 4.0).collect();
             let bias: Vec<f32> = (0..groups * out_channels).map(|i| i as f32 / 7.0 - 2.0).collect();
-            let mut out = vec![f32::NAN; images * out_channels * output[0] * output[1]];
-            unsafe { conv2d(&c, images, x.as_ptr(), w.as_ptr(), Some(bias.as_ptr()), out.as_mut_ptr()) };
-            for (i, (&got, want)) in out.iter().zip(reference(&c, images, &x, &w, &bias)).enumerate() {
+            let want = reference(&c, images, &x, &w, &bias);
+            let mut out = vec![f32::NAN; want.len()];
+            let (xs, os) = (dense([images, channels, input[0], input[1]]), dense([images, out_channels, output[0], output[1]]));
+            let ws = dense([groups * out_channels, channels, kernel[0], kernel[1]]);
+            unsafe { conv2d(&c, images, (x.as_ptr(), xs), (w.as_ptr(), ws), Some(bias.as_ptr()), (out.as_mut_ptr(), os)) };
+            for (i, (&got, want)) in out.iter().zip(&want).enumerate() {
                 assert!((got as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()), "{c:?} [{i}]: {got} vs {want}");
+            }
+            if groups == 1 {
+                // Channels-last operands: the same values through the NHWC strides.
+                let nhwc = |v: &[f32], [_, ch, h, wd]: [usize; 4]| -> Vec<f32> {
+                    (0..v.len()).map(|i| { let (im, y, xx, cc) = (i / (h * wd * ch), i / (wd * ch) % h, i / ch % wd, i % ch); v[((im * ch + cc) * h + y) * wd + xx] }).collect()
+                };
+                let cl = |[_, ch, h, wd]: [usize; 4]| [h * wd * ch, 1, wd * ch, ch];
+                let (xc, wc) = (nhwc(&x, [images, channels, input[0], input[1]]), nhwc(&w, [out_channels, channels, kernel[0], kernel[1]]));
+                let mut oc = vec![f32::NAN; want.len()];
+                let shapes = ([images, channels, input[0], input[1]], [out_channels, channels, kernel[0], kernel[1]], [images, out_channels, output[0], output[1]]);
+                unsafe { conv2d(&c, images, (xc.as_ptr(), cl(shapes.0)), (wc.as_ptr(), cl(shapes.1)), Some(bias.as_ptr()), (oc.as_mut_ptr(), cl(shapes.2))) };
+                let back = |i: usize| { let [_, ch, h, wd] = shapes.2; let (im, cc, y, xx) = (i / (ch * h * wd), i / (h * wd) % ch, i / wd % h, i % wd); oc[((im * h + y) * wd + xx) * ch + cc] };
+                for (i, want) in want.iter().enumerate() {
+                    assert!((back(i) as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()), "channels-last {c:?} [{i}]");
+                }
             }
         }
     }

@@ -85,9 +85,14 @@ pub unsafe fn interleave(lo: *const u16, hi: *const u16, width: usize, has_hi: b
     }
     const LOW: [u16; 32] = pairs(0);
     const HIGH: [u16; 32] = pairs(16);
-    let mask = if width >= NR { u32::MAX } else { (1u32 << width) - 1 };
-    let l = _mm512_maskz_loadu_epi16(mask, lo as *const i16);
-    let h = if has_hi { _mm512_maskz_loadu_epi16(mask, hi as *const i16) } else { _mm512_setzero_si512() };
+    // A masked load that misses the cache stalls (4x slower streams on Zen 5): full rows go
+    // unmasked.
+    let load = |p: *const u16| match width >= NR {
+        true => _mm512_loadu_si512(p as *const __m512i),
+        false => _mm512_maskz_loadu_epi16((1u32 << width) - 1, p as *const i16),
+    };
+    let l = load(lo);
+    let h = if has_hi { load(hi) } else { _mm512_setzero_si512() };
     let idx = |t: &[u16; 32]| _mm512_loadu_si512(t.as_ptr() as *const __m512i);
     _mm512_storeu_si512(out as *mut __m512i, _mm512_permutex2var_epi16(l, idx(&LOW), h));
     _mm512_storeu_si512(out.add(16) as *mut __m512i, _mm512_permutex2var_epi16(l, idx(&HIGH), h));
