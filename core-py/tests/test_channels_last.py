@@ -117,6 +117,9 @@ def test_conv2d_channels_last_small_images_match_float64(stride):
         out = F.conv2d(cl(x), wi, b, stride=stride, padding=1)
         assert out.is_contiguous(memory_format=CL) and out.shape == ref.shape
         close(out.double(), ref, 1e-4)
+    flipped = w.flip(-1)  # negative strides
+    ref = F.conv2d(x.double(), flipped.double(), b.double(), stride=stride, padding=1)
+    close(F.conv2d(cl(x), flipped, b, stride=stride, padding=1).double(), ref, 1e-4)
 
 
 def test_conv2d_channels_last_other_shapes():

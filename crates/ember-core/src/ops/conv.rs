@@ -462,10 +462,12 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
 }
 
 /// A channels-last float32 conv that `conv_small` takes: it reads and writes NHWC through
-/// strides, and beats the NHWC GEMM on small images.
+/// strides, and beats the NHWC GEMM on small images. The weight comes in any layout; a flipped
+/// one (negative strides) is left to the NHWC kernel.
 fn small_channels_last(ops: &Operands, g: &Geom) -> Option<Tensor> {
     let (batch, cin, cout) = (ops.batch, ops.input.shape()[1], ops.weight.shape()[0]);
-    let c = direct_geometry(g, cin, cout, 1).filter(|c| ops.groups == 1 && ops.input.dtype() == DType::F32 && conv_small::preferred(c, batch))?;
+    let forward_strides = ops.weight.strides().iter().all(|&s| s >= 0);
+    let c = direct_geometry(g, cin, cout, 1).filter(|c| forward_strides && ops.groups == 1 && ops.input.dtype() == DType::F32 && conv_small::preferred(c, batch))?;
     let out = Tensor::uninit(&[batch, g.output[1], g.output[2], cout], DType::F32).permute(&[0, 3, 1, 2]).ok()?;
     let strides = |t: &Tensor| -> conv_small::Strides { std::array::from_fn(|d| t.strides()[d] as usize) };
     let (x, w) = ((ops.input.data_ptr::<f32>() as *const f32, strides(&ops.input)), (ops.weight.data_ptr::<f32>() as *const f32, strides(&ops.weight)));
