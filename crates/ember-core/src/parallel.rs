@@ -84,7 +84,6 @@ pub fn for_range(n: usize, grain: usize, f: impl Fn(usize, usize) + Sync) {
     }
     let chunk = n.div_ceil(tasks);
     team.run(&Job { f: &f, n, chunk }, n.div_ceil(chunk));
-    team.busy.store(false, Release);
 }
 
 thread_local! {
@@ -138,7 +137,7 @@ impl Team {
         team
     }
 
-    /// Publishes `job`, works on it, and returns once every task has finished.
+    /// Publishes `job`, works on it, and returns (releasing `busy`) once every task has finished.
     fn run(&self, job: &Job, tasks: usize) {
         self.job.store(job as *const Job as *mut (), Relaxed);
         self.done.store(0, Relaxed);
@@ -157,8 +156,8 @@ impl Team {
             if spins < PURE_SPINS { std::hint::spin_loop() } else { std::thread::yield_now() }
         }
         let panicked = self.panic.lock().unwrap().take();
+        self.busy.store(false, Release);
         if let Some(payload) = panicked {
-            self.busy.store(false, Release);
             resume_unwind(payload);
         }
     }
