@@ -105,6 +105,21 @@ def test_large_batched_transform_across_threads():
     np.testing.assert_allclose(ember.fft.fft(ember.from_numpy(x), dim=0).numpy(), np.fft.fft(x, axis=0), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("n", [1 << 17, 131070])
+def test_long_single_transforms_split_over_threads(n):
+    # One row this long is split in two halves transformed side by side; an odd half length too.
+    z = cplx(n)
+    kept = z.copy()
+    for norm in NORMS:
+        close(ember.fft.fft(ember.from_numpy(z), norm=norm), np.fft.fft(z, norm=norm))
+        close(ember.fft.ifft(ember.from_numpy(z), norm=norm), np.fft.ifft(z, norm=norm))
+    np.testing.assert_array_equal(z, kept)
+    strided = cplx(2 * n)
+    close(ember.fft.fft(ember.from_numpy(strided)[::2]), np.fft.fft(strided[::2]))
+    z64 = z.astype(np.complex64)
+    np.testing.assert_allclose(ember.fft.fft(ember.from_numpy(z64)).numpy(), np.fft.fft(z64), rtol=1e-3, atol=1e-3 * np.sqrt(n))
+
+
 def test_freqs_and_shifts():
     for n in (1, 8, 9):
         close(ember.fft.fftfreq(n, 0.5, dtype=ember.float64), np.fft.fftfreq(n, 0.5))

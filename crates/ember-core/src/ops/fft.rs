@@ -14,7 +14,7 @@ use crate::autograd;
 use crate::bail;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::parallel::{pool, GRAIN};
+use crate::parallel::{for_range, num_threads, pool, GRAIN};
 use crate::tensor::Tensor;
 use num_complex::Complex;
 use rayon::prelude::*;
@@ -253,22 +253,34 @@ const COLUMNS: usize = 16;
 /// One complex transform along `dim`, in the tensor's own (contiguous) layout: rows along the
 /// last dim are transformed where they lie; along another dim, blocks of `COLUMNS` neighbouring
 /// columns are gathered into a scratch buffer, transformed and scattered back, so the data is
-/// read and written once and no transpose is made. In place when the buffer is ours.
+/// read and written once and no transpose is made. In place when the buffer is ours. Rows too
+/// few for the threads are each split in two (`transform_in_halves`).
 fn c2c_stage<T: FftFloat>(cur: Stage, dim: usize, forward: bool, scale: f64) -> Result<Stage> {
-    // A strided input is copied by `contiguous`, and that copy is ours too.
-    let in_place = cur.owned || !cur.t.is_contiguous();
     let src = cur.t.contiguous();
-    let out = if in_place { src.clone() } else { Tensor::uninit(src.shape(), src.dtype()) };
     let shape = src.shape();
     let n = shape[dim];
     let inner: usize = shape[dim + 1..].iter().product();
     let total = src.numel();
+    let s = T::from(scale).expect("scale fits the float type");
+    let ps = Ptr(src.byte_ptr() as *mut Complex<T>);
+    if inner == 1 && total > 0 && split_pays(n, total / n) {
+        // Out of place: the halves are gathered into the output before anything is transformed.
+        let out = Tensor::uninit(shape, src.dtype());
+        let po = Ptr(out.byte_ptr() as *mut Complex<T>);
+        for row in (0..total).step_by(n) {
+            let x = unsafe { std::slice::from_raw_parts(ps.at(row as isize), n) };
+            transform_in_halves(x, unsafe { std::slice::from_raw_parts_mut(po.at(row as isize), n) }, forward, s);
+        }
+        return Ok(Stage { t: out, owned: true });
+    }
+    // A strided input is copied by `contiguous`, and that copy is ours too.
+    let in_place = cur.owned || !cur.t.is_contiguous();
+    let out = if in_place { src.clone() } else { Tensor::uninit(shape, src.dtype()) };
     if total == 0 {
         return Ok(Stage { t: out, owned: true });
     }
+    let po = Ptr(out.byte_ptr() as *mut Complex<T>);
     let plan = T::complex_plan(n, forward);
-    let (ps, po) = (Ptr(src.byte_ptr() as *mut Complex<T>), Ptr(out.byte_ptr() as *mut Complex<T>));
-    let s = T::from(scale).expect("scale fits the float type");
     let zero = Complex::new(T::zero(), T::zero());
     let scratch_len = plan.get_inplace_scratch_len();
     if inner == 1 {
@@ -328,6 +340,48 @@ fn c2c_stage<T: FftFloat>(cur: Stage, dim: usize, forward: bool, scale: f64) -> 
         });
     }
     Ok(Stage { t: out, owned: true })
+}
+
+/// Length from which a lone transform is split over two threads: below it, the two extra passes
+/// over the data cost more than the second thread saves.
+const SPLIT_FROM: usize = 1 << 16;
+
+/// Whether there are too few rows for the threads and each is long enough to split in two.
+fn split_pays(n: usize, rows: usize) -> bool {
+    n >= SPLIT_FROM && n % 2 == 0 && 2 * rows <= num_threads()
+}
+
+/// One transform of even length `x.len()` into `y` on two threads (a radix-2 decimation in
+/// time): the even and the odd samples are transformed apart, side by side, in the two halves of
+/// `y`, and one butterfly pass joins them. `scale` is applied in that pass.
+fn transform_in_halves<T: FftFloat>(x: &[Complex<T>], y: &mut [Complex<T>], forward: bool, scale: T) {
+    let h = x.len() / 2;
+    let (px, pe, po) = (Ptr(x.as_ptr() as *mut Complex<T>), Ptr(y.as_mut_ptr()), Ptr(y[h..].as_mut_ptr()));
+    for_range(h, GRAIN, |a, b| unsafe {
+        for k in a..b {
+            *pe.at(k as isize) = *px.at(2 * k as isize);
+            *po.at(k as isize) = *px.at(2 * k as isize + 1);
+        }
+    });
+    let plan = T::complex_plan(h, forward);
+    for_range(2, 1, |a, b| {
+        let mut scratch = vec![Complex::new(T::zero(), T::zero()); plan.get_inplace_scratch_len()];
+        for half in a..b {
+            let start = if half == 0 { pe } else { po };
+            plan.process_with_scratch(unsafe { std::slice::from_raw_parts_mut(start.0, h) }, &mut scratch);
+        }
+    });
+    let w = T::half_twiddles(2 * h);
+    for_range(h, GRAIN, |a, b| {
+        for k in a..b {
+            let wk = if forward { w[k] } else { w[k].conj() };
+            unsafe {
+                let (e, o) = (*pe.at(k as isize), *po.at(k as isize) * wk);
+                *pe.at(k as isize) = (e + o).scale(scale);
+                *po.at(k as isize) = (e - o).scale(scale);
+            }
+        }
+    });
 }
 
 fn r2c_stage<T: FftFloat>(x: &Tensor, dim: usize, onesided: bool, scale: f64) -> Result<Stage> {
@@ -449,6 +503,19 @@ mod tests {
             close(&(0..3).map(|r| cols[r * 7 + c]).collect::<Vec<_>>(), &want);
         }
         assert_eq!(x.to_vec::<CDouble>().unwrap(), data, "the input is never written");
+    }
+
+    #[test]
+    fn a_transform_split_in_halves_matches_the_definition() {
+        for n in [2usize, 10, 64] {
+            let x: Vec<CDouble> = (0..n).map(|i| CDouble::new((i as f64 * 0.37).sin(), (i as f64 * 0.91).cos())).collect();
+            for forward in [true, false] {
+                let mut y = vec![CDouble::new(f64::NAN, 0.0); n];
+                transform_in_halves(&x, &mut y, forward, 0.5);
+                let want: Vec<CDouble> = naive_dft(&x, forward).iter().map(|z| z * 0.5).collect();
+                close(&y, &want);
+            }
+        }
     }
 
     #[test]
