@@ -9,7 +9,7 @@
 //! The micro-kernel keeps 8 output channels × `NV` vectors of 16 positions in registers and
 //! broadcasts weights straight from the caller's `[out, in, kh, kw]` layout, so nothing is packed.
 use super::map::Ptr;
-use crate::parallel::{for_range, pool};
+use crate::parallel::pool;
 use rayon::prelude::*;
 
 /// Output channels per micro-kernel call.
@@ -91,16 +91,22 @@ pub(crate) unsafe fn conv2d(c: &Conv2d, images: usize, x: *const f32, w: *const 
         let plane_bytes = c.channels * c.phases() * hq * wq * std::mem::size_of::<f32>();
         let step = (PLANES_IN_CACHE / (plane_bytes * c.groups)).max(1) * c.groups;
         let (in_image, out_image) = (c.channels * c.input[0] * c.input[1], c.out_channels * c.output[0] * c.output[1]);
-        for first in (0..images).step_by(step) {
-            let n = step.min(images - first);
-            let (x, out) = (x.add(first * in_image), out.add(first * out_image));
-            let planes = phase_planes(c, n, x);
-            match vectors_per_block(c.positions()) {
-                1 => run::<1>(c, n, &planes, w, bias, out),
-                2 => run::<2>(c, n, &planes, w, bias, out),
-                _ => run::<3>(c, n, &planes, w, bias, out),
+        // One rayon job for all of it: its threads stay awake from one step to the next.
+        let (x, w, out) = (Ptr(x as *mut f32), Ptr(w as *mut f32), Ptr(out));
+        let bias = bias.map(|b| Ptr(b as *mut f32));
+        pool().install(|| {
+            for first in (0..images).step_by(step) {
+                let n = step.min(images - first);
+                let (x, out) = (x.at((first * in_image) as isize), out.at((first * out_image) as isize));
+                let planes = phase_planes(c, n, x);
+                let (w, bias) = (w.at(0) as *const f32, bias.map(|b| b.at(0) as *const f32));
+                match vectors_per_block(c.positions()) {
+                    1 => run::<1>(c, n, &planes, w, bias, out),
+                    2 => run::<2>(c, n, &planes, w, bias, out),
+                    _ => run::<3>(c, n, &planes, w, bias, out),
+                }
             }
-        }
+        });
     }
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("the direct conv kernel is x86-64 only ({c:?}, {images}, {x:?}, {w:?}, {bias:?}, {out:?})")
@@ -130,14 +136,12 @@ unsafe fn phase_planes(c: &Conv2d, images: usize, x: *const f32) -> Vec<f32> {
         let at = ((first + c.pad[1]) % sx) * hq * wq + (first + c.pad[1]) / sx;
         [first, at, wd.saturating_sub(first).div_ceil(sx)]
     }).collect();
-    for_range(images * c.channels, 4, |start, end| {
-        for ch in start..end {
-            let (plane, base) = (src.at((ch * h * wd) as isize), dst.at((ch * per_channel) as isize));
-            for (iy, &row) in rows.iter().enumerate() {
-                let line = plane.add(iy * wd);
-                for &[first, at, n] in &columns {
-                    copy_every(sx, line.add(first), base.add(row + at), n);
-                }
+    (0..images * c.channels).into_par_iter().with_min_len(4).for_each(|ch| {
+        let (plane, base) = (src.at((ch * h * wd) as isize), dst.at((ch * per_channel) as isize));
+        for (iy, &row) in rows.iter().enumerate() {
+            let line = plane.add(iy * wd);
+            for &[first, at, n] in &columns {
+                copy_every(sx, line.add(first), base.add(row + at), n);
             }
         }
     });
@@ -161,7 +165,8 @@ unsafe fn copy_every(step: usize, src: *const f32, dst: *mut f32, n: usize) {
     }
 }
 
-/// Splits (image, position blocks, channel blocks) into tasks and runs the micro-kernel.
+/// Splits (image, position blocks, channel blocks) into tasks and runs the micro-kernel, on the
+/// rayon pool it is called in.
 #[cfg(target_arch = "x86_64")]
 unsafe fn run<const NV: usize>(c: &Conv2d, images: usize, planes: &[f32], w: *const f32, bias: Option<*const f32>, out: *mut f32) {
     let [hq, wq] = c.plane_dims();
@@ -169,10 +174,12 @@ unsafe fn run<const NV: usize>(c: &Conv2d, images: usize, planes: &[f32], w: *co
     let block = NV * LANES;
     let p_blocks = c.positions().div_ceil(block);
     let co_blocks = c.out_channels.div_ceil(CO);
-    // Tasks of one position block each, stolen by idle threads; when there are too few to keep
-    // every thread busy, the channel blocks are split as well.
-    let want = 4 * pool().current_num_threads();
-    let co_per = co_blocks.div_ceil(want.div_ceil(images * p_blocks).min(co_blocks));
+    // Tasks of one position block each, stolen by idle threads; the channel blocks are split as
+    // well when there are too few tasks to keep every thread busy, or a count that leaves one
+    // thread a task more than the others.
+    let threads = rayon::current_num_threads();
+    let balanced = |chunks: usize| images * p_blocks * chunks >= 4 * threads && (images * p_blocks * chunks) % threads == 0;
+    let co_per = co_blocks.div_ceil((1..=co_blocks).find(|&chunks| balanced(chunks)).unwrap_or(co_blocks));
     let co_chunks = co_blocks.div_ceil(co_per);
     let offsets = reduction_offsets(c, per_channel);
     let k = offsets.len();
@@ -203,7 +210,7 @@ unsafe fn run<const NV: usize>(c: &Conv2d, images: usize, planes: &[f32], w: *co
             }
         }
     };
-    pool().install(|| (0..images * p_blocks * co_chunks).into_par_iter().for_each(task));
+    (0..images * p_blocks * co_chunks).into_par_iter().for_each(task);
 }
 
 /// For each reduction index `ci·kh·kw + ky·kw + kx` (the weight's own order), where in the phase
