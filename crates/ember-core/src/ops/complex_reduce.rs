@@ -27,12 +27,12 @@ pub fn reduce_complex(op: ReduceOp, x: &Tensor, mask: &[bool], keepdim: bool) ->
         (ReduceOp::Prod, DType::C32) => {
             let widen = |z: CHalf| CFloat::new(z.re.to_f32(), z.im.to_f32());
             let narrow = |z: CFloat, _| CHalf::new(f16::from_f32(z.re), f16::from_f32(z.im));
-            fold::<CHalf, CFloat, CHalf>(x, mask, &out, CFloat::one(), widen, |a, b| a * b, narrow, None, None)
+            fold::<CHalf, CFloat, CHalf>(x, mask, &out, CFloat::one(), widen, |a, b| a * b, narrow, None)
         }
-        (ReduceOp::Prod, _) => crate::with_complex!(d, T, fold::<T, T, T>(x, mask, &out, T::one(), |v| v, |a, b| a * b, |a, _| a, None, None)),
-        (ReduceOp::All, _) => crate::with_complex!(d, T, fold::<T, bool, bool>(x, mask, &out, true, |v| v.is_nonzero(), |a, b| a & b, |a, _| a, None, None)),
-        (ReduceOp::Any, _) => crate::with_complex!(d, T, fold::<T, bool, bool>(x, mask, &out, false, |v| v.is_nonzero(), |a, b| a | b, |a, _| a, None, None)),
-        _ => crate::with_complex!(d, T, fold::<T, i64, i64>(x, mask, &out, 0, |v| v.is_nonzero() as i64, |a, b| a + b, |a, _| a, None, None)),
+        (ReduceOp::Prod, _) => crate::with_complex!(d, T, fold::<T, T, T>(x, mask, &out, T::one(), |v| v, |a, b| a * b, |a, _| a, None)),
+        (ReduceOp::All, _) => crate::with_complex!(d, T, fold::<T, bool, bool>(x, mask, &out, true, |v| v.is_nonzero(), |a, b| a & b, |a, _| a, None)),
+        (ReduceOp::Any, _) => crate::with_complex!(d, T, fold::<T, bool, bool>(x, mask, &out, false, |v| v.is_nonzero(), |a, b| a | b, |a, _| a, None)),
+        _ => crate::with_complex!(d, T, fold::<T, i64, i64>(x, mask, &out, 0, |v| v.is_nonzero() as i64, |a, b| a + b, |a, _| a, None)),
     }
     Ok(out)
 }

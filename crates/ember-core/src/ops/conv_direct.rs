@@ -8,7 +8,7 @@
 //! consecutive in memory: one vector load serves 16 outputs of a tap wherever they wrap rows.
 //! The micro-kernel keeps 8 output channels × `NV` vectors of 16 positions in registers and
 //! broadcasts weights straight from the caller's `[out, in, kh, kw]` layout, so nothing is packed.
-use super::map::Ptr;
+use super::map::{has_avx512, Ptr};
 use crate::parallel::pool;
 use rayon::prelude::*;
 
@@ -65,16 +65,6 @@ impl Conv2d {
         let (ry, rx) = (ky * self.dilation[0], kx * self.dilation[1]);
         ((ry % sy) * sx + rx % sx) * hq * wq + (ry / sy) * wq + rx / sx
     }
-}
-
-pub fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        static AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *AVX512.get_or_init(|| std::is_x86_feature_detected!("avx512f"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 /// `out[i] = bias[g] + W[g] ⋆ x[i]` for the `images` = batch × groups (image, group) pairs of an

@@ -29,7 +29,7 @@ pub(crate) fn preferred(c: &Conv2d, images: usize) -> bool {
         _ => false,
     };
     let positions = images * c.output[0] * c.output[1];
-    narrow && positions >= 256 && c.out_channels >= CB && c.kernel != [1, 1] && super::conv_direct::has_avx512()
+    narrow && positions >= 256 && c.out_channels >= CB && c.kernel != [1, 1] && super::map::has_avx512()
 }
 
 /// Element strides of a 4-d operand: (image, channel, row, column) for `x` and `out`, (output
@@ -254,7 +254,7 @@ mod tests {
     /// groups, strides, dilation and padding, against the reference.
     #[test]
     fn matches_a_float64_reference() {
-        if !super::super::conv_direct::has_avx512() {
+        if !super::super::map::has_avx512() {
             return;
         }
         let cases = [

@@ -29,6 +29,16 @@ pub fn has_avx2() -> bool {
     }
 }
 
+pub fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AVX512.get_or_init(|| std::is_x86_feature_detected!("avx512f"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 #[inline(always)]
 unsafe fn run1<I: Copy, O>(o: *mut O, so: isize, i: *const I, si: isize, n: usize, f: &impl Fn(I) -> O) {
     if so == 1 && si == 1 {

@@ -229,7 +229,7 @@ fn max_2x2<T: Element + num_traits::Float>(input: &Tensor, planes: usize, oh: us
     let (ih, iw) = (input.shape()[input.ndim() - 2], input.shape()[input.ndim() - 1]);
     let (x, o, ix) = (Ptr(input.data_ptr::<T>()), Ptr(out.data_ptr::<T>()), Ptr(idx.data_ptr::<i64>()));
     #[cfg(target_arch = "x86_64")]
-    if T::DTYPE == DType::F32 && super::conv_direct::has_avx512() && ih * iw < i32::MAX as usize {
+    if T::DTYPE == DType::F32 && super::map::has_avx512() && ih * iw < i32::MAX as usize {
         let x = Ptr(x.0 as *mut f32);
         let o = Ptr(o.0 as *mut f32);
         return for_planes(planes, oh * ow * 4, |s, e| unsafe {

@@ -2,7 +2,7 @@
 //! folds its runs with 8 independent accumulators, which is what lets float sums vectorise.
 use super::map::Ptr;
 use super::half::map::{self as half_map, Fold};
-use super::sum_simd::{self, Rows4, Run};
+use super::sum_simd::{self, Run};
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -112,10 +112,10 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
     let out = Tensor::uninit(&out_shape(x.shape(), &mask, keepdim), out_dtype);
     macro_rules! go {
         ($T:ty, $A:ty, $O:ty, $init:expr, $load:expr, $step:expr, $finish:expr) => {
-            go!($T, $A, $O, $init, $load, $step, $finish, None, None)
+            go!($T, $A, $O, $init, $load, $step, $finish, None)
         };
-        ($T:ty, $A:ty, $O:ty, $init:expr, $load:expr, $step:expr, $finish:expr, $run:expr, $rows:expr) => {
-            fold::<$T, $A, $O>(&x, &mask, &out, $init, $load, $step, $finish, $run, $rows)
+        ($T:ty, $A:ty, $O:ty, $init:expr, $load:expr, $step:expr, $finish:expr, $run:expr) => {
+            fold::<$T, $A, $O>(&x, &mask, &out, $init, $load, $step, $finish, $run)
         };
     }
     // `sums`: whether the fold is a sum, which has explicit-SIMD runs for f32 and f64; `fold`:
@@ -123,10 +123,10 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
     macro_rules! floats {
         ($init:expr, $step:expr, $finish:expr, $sums:expr, $fold:expr) => {
             match d {
-                DType::F32 => go!(f32, f32, f32, $init, |v| v, $step, |a, n| $finish(a, n), sum_simd::f32_sum().filter(|_| $sums), sum_simd::f32_sum4().filter(|_| $sums)),
-                DType::F64 => go!(f64, f64, f64, $init, |v| v, $step, |a, n| $finish(a, n), sum_simd::f64_sum().filter(|_| $sums), sum_simd::f64_sum4().filter(|_| $sums)),
-                DType::F16 => go!(f16, f32, f16, $init, |v: f16| v.to_f32(), $step, |a, n| f16::from_f32($finish(a, n)), Some(half_map::run::<f16>($fold)), None),
-                DType::BF16 => go!(bf16, f32, bf16, $init, |v: bf16| v.to_f32(), $step, |a, n| bf16::from_f32($finish(a, n)), Some(half_map::run::<bf16>($fold)), None),
+                DType::F32 => go!(f32, f32, f32, $init, |v| v, $step, |a, n| $finish(a, n), sum_simd::f32_sum().filter(|_| $sums)),
+                DType::F64 => go!(f64, f64, f64, $init, |v| v, $step, |a, n| $finish(a, n), sum_simd::f64_sum().filter(|_| $sums)),
+                DType::F16 => go!(f16, f32, f16, $init, |v: f16| v.to_f32(), $step, |a, n| f16::from_f32($finish(a, n)), Some(half_map::run::<f16>($fold))),
+                DType::BF16 => go!(bf16, f32, bf16, $init, |v: bf16| v.to_f32(), $step, |a, n| bf16::from_f32($finish(a, n)), Some(half_map::run::<bf16>($fold))),
                 _ => unreachable!(),
             }
         };
@@ -265,7 +265,6 @@ pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
     step: impl Fn(A, A) -> A + Sync,
     finish: impl Fn(A, usize) -> O + Sync,
     run: Option<Run<T, A>>,
-    rows4: Option<Rows4<T, A>>,
 ) {
     let (kept, red): (Vec<usize>, Vec<usize>) = (0..x.ndim()).partition(|&d| !mask[d]);
     let red_shape: Vec<usize> = red.iter().map(|&d| x.shape()[d]).collect();
@@ -301,18 +300,13 @@ pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
         return cols.fold(px, po, init, &load, &step, &finish);
     }
     let grain = (GRAIN / count.max(1)).max(1);
-    // Rows of a contiguous tensor reduced over its trailing dims go four at a time.
+    // Rows of a contiguous tensor reduced over its trailing dims: a row takes a fraction of a
+    // microsecond, so it goes straight to the kernel, without the general walk below.
     let trailing = mask.iter().skip_while(|&&m| !m).all(|&m| m);
-    if let Some(rows4) = rows4.filter(|_| trailing && x.is_contiguous() && count > 0) {
+    if let Some(run) = run.filter(|_| trailing && x.is_contiguous() && count > 0) {
         return for_range(outputs, grain, |start, end| unsafe {
-            let mut o = start;
-            while o + 4 <= end {
-                let sums = rows4(px.at((o * count) as isize), count, count);
-                (0..4).for_each(|r| *po.at((o + r) as isize) = finish(step(init, sums[r]), count));
-                o += 4;
-            }
-            for o in o..end {
-                *po.at(o as isize) = finish(fold_any(px.at((o * count) as isize), count, 1, init, init, &load, &step, run), count);
+            for o in start..end {
+                *po.at(o as isize) = finish(step(init, run(px.at((o * count) as isize), count)), count);
             }
         });
     }
