@@ -58,6 +58,13 @@ unsafe fn run1_avx2<I: Copy, O>(o: *mut O, so: isize, i: *const I, si: isize, n:
     run1(o, so, i, si, n, f)
 }
 
+/// `run1` with 512-bit vectors: twice the lanes for the math-heavy maps (exp, gelu, sigmoid).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn run1_avx512<I: Copy, O>(o: *mut O, so: isize, i: *const I, si: isize, n: usize, f: &impl Fn(I) -> O) {
+    run1(o, so, i, si, n, f)
+}
+
 #[inline(always)]
 unsafe fn run2<A: Copy, B: Copy, O>(
     o: *mut O,
@@ -106,19 +113,34 @@ unsafe fn run2_avx2<A: Copy, B: Copy, O>(
     run2(o, s, a, b, n, f)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn run2_avx512<A: Copy, B: Copy, O>(
+    o: *mut O,
+    s: [isize; 3],
+    a: *const A,
+    b: *const B,
+    n: usize,
+    f: &impl Fn(A, B) -> O,
+) {
+    run2(o, s, a, b, n, f)
+}
+
 /// `dst[i] = f(src[i])`; `src` must already have `dst`'s shape (broadcast views are fine).
 pub fn unary_into<I: Element, O: Element>(src: &Tensor, dst: &Tensor, f: impl Fn(I) -> O + Sync) {
     let plan = Plan::new(dst.shape(), [dst.strides(), src.strides()]);
     let [so, si] = plan.inner_strides();
     let (po, pi) = (Ptr(dst.data_ptr::<O>()), Ptr(src.data_ptr::<I>()));
-    let avx2 = has_avx2();
+    let (avx2, avx512) = (has_avx2(), has_avx512());
     plan.for_each_run(|[oo, oi], n| unsafe {
         let (o, i) = (po.at(oo), pi.at(oi) as *const I);
         #[cfg(target_arch = "x86_64")]
-        if avx2 {
-            return run1_avx2(o, so, i, si, n, &f);
+        match (avx512, avx2) {
+            (true, _) => return run1_avx512(o, so, i, si, n, &f),
+            (_, true) => return run1_avx2(o, so, i, si, n, &f),
+            _ => {}
         }
-        let _ = avx2;
+        let _ = (avx2, avx512);
         run1(o, so, i, si, n, &f)
     });
 }
@@ -133,14 +155,16 @@ pub fn binary_into<A: Element, B: Element, O: Element>(
     let plan = Plan::new(dst.shape(), [dst.strides(), a.strides(), b.strides()]);
     let s = plan.inner_strides();
     let (po, pa, pb) = (Ptr(dst.data_ptr::<O>()), Ptr(a.data_ptr::<A>()), Ptr(b.data_ptr::<B>()));
-    let avx2 = has_avx2();
+    let (avx2, avx512) = (has_avx2(), has_avx512());
     plan.for_each_run(|[oo, oa, ob], n| unsafe {
         let (o, a, b) = (po.at(oo), pa.at(oa) as *const A, pb.at(ob) as *const B);
         #[cfg(target_arch = "x86_64")]
-        if avx2 {
-            return run2_avx2(o, s, a, b, n, &f);
+        match (avx512, avx2) {
+            (true, _) => return run2_avx512(o, s, a, b, n, &f),
+            (_, true) => return run2_avx2(o, s, a, b, n, &f),
+            _ => {}
         }
-        let _ = avx2;
+        let _ = (avx2, avx512);
         run2(o, s, a, b, n, &f)
     });
 }

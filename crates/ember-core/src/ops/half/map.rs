@@ -2,11 +2,12 @@
 //! conversions. Contiguous runs go `BLOCK` elements at a time through a stack buffer; strided
 //! runs (rare for these dtypes) convert one element at a time.
 use super::{Half, BLOCK};
-use crate::ops::map::{has_avx2, Ptr};
+use crate::ops::map::{has_avx2, has_avx512, Ptr};
 use crate::strided::Plan;
 use crate::tensor::Tensor;
 
-/// Applies `f` to `buf` in place, compiled for AVX2 when the CPU has it so `f` vectorises.
+/// Applies `f` to `buf` in place, compiled for AVX-512 or AVX2 when the CPU has it so `f`
+/// vectorises.
 #[inline(always)]
 fn apply1(buf: &mut [f32], f: &impl Fn(f32) -> f32) {
     #[inline(always)]
@@ -19,13 +20,20 @@ fn apply1(buf: &mut [f32], f: &impl Fn(f32) -> f32) {
         plain(buf, f)
     }
     #[cfg(target_arch = "x86_64")]
-    if has_avx2() {
-        return unsafe { avx2(buf, f) };
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn avx512(buf: &mut [f32], f: &impl Fn(f32) -> f32) {
+        plain(buf, f)
+    }
+    #[cfg(target_arch = "x86_64")]
+    match (has_avx512(), has_avx2()) {
+        (true, _) => return unsafe { avx512(buf, f) },
+        (_, true) => return unsafe { avx2(buf, f) },
+        _ => {}
     }
     plain(buf, f)
 }
 
-/// `a[i] = f(a[i], b[i])`, AVX2-compiled like `apply1`.
+/// `a[i] = f(a[i], b[i])`, compiled like `apply1`.
 #[inline(always)]
 fn apply2(a: &mut [f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
     #[inline(always)]
@@ -38,8 +46,15 @@ fn apply2(a: &mut [f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
         plain(a, b, f)
     }
     #[cfg(target_arch = "x86_64")]
-    if has_avx2() {
-        return unsafe { avx2(a, b, f) };
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn avx512(a: &mut [f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
+        plain(a, b, f)
+    }
+    #[cfg(target_arch = "x86_64")]
+    match (has_avx512(), has_avx2()) {
+        (true, _) => return unsafe { avx512(a, b, f) },
+        (_, true) => return unsafe { avx2(a, b, f) },
+        _ => {}
     }
     plain(a, b, f)
 }
