@@ -125,10 +125,11 @@ pub enum Fold {
     Min,
 }
 
-/// A contiguous-run folder for `fold` (see `reduce`): widens blocks and folds them in float32.
+/// A contiguous-run folder for `fold` (see `reduce`): widens blocks and folds them in float32,
+/// or for sums, in one pass where the path has a kernel for it.
 pub fn run<H: Half>(op: Fold) -> super::super::sum_simd::Run<H, f32> {
     match op {
-        Fold::Sum => fold_blocks::<H, 0>,
+        Fold::Sum => H::fused_sum().unwrap_or(fold_blocks::<H, 0>),
         Fold::Prod => fold_blocks::<H, 1>,
         Fold::Max => fold_blocks::<H, 2>,
         Fold::Min => fold_blocks::<H, 3>,

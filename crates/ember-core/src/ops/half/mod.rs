@@ -116,6 +116,8 @@ pub trait Half: crate::dtype::Element {
     /// `src` valid for `n` reads, `dst` for `n` writes.
     unsafe fn narrow(src: *const f32, dst: *mut Self, n: usize);
     fn from_f32_scalar(v: f32) -> Self;
+    /// A one-pass float32 sum of `n` contiguous elements, on the paths that have one.
+    fn fused_sum() -> Option<unsafe fn(*const Self, usize) -> f32>;
 }
 
 impl Half for bf16 {
@@ -128,6 +130,13 @@ impl Half for bf16 {
     fn from_f32_scalar(v: f32) -> bf16 {
         bf16::from_bits(scalar::f32_to_bf16_bits(v))
     }
+    fn fused_sum() -> Option<unsafe fn(*const bf16, usize) -> f32> {
+        #[cfg(target_arch = "x86_64")]
+        if path() >= Path::Avx512 {
+            return Some(|p, n| unsafe { x86::sum_bf16_avx512(p as *const u16, n) });
+        }
+        None
+    }
 }
 
 impl Half for f16 {
@@ -139,6 +148,13 @@ impl Half for f16 {
     }
     fn from_f32_scalar(v: f32) -> f16 {
         f16::from_bits(scalar::f32_to_f16_bits(v))
+    }
+    fn fused_sum() -> Option<unsafe fn(*const f16, usize) -> f32> {
+        #[cfg(target_arch = "x86_64")]
+        if path() >= Path::Avx512 {
+            return Some(|p, n| unsafe { x86::sum_f16_avx512(p as *const u16, n) });
+        }
+        None
     }
 }
 

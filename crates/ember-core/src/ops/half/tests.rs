@@ -83,3 +83,18 @@ fn every_tail_length_converts() {
         }
     });
 }
+
+#[test]
+fn sums_are_exact_on_small_integers_on_every_path_and_tail_length() {
+    on_every_path(|p| {
+        for n in [0usize, 1, 15, 16, 17, 127, 128, 129, 300, 1030, 2100] {
+            // Small integers: every order of summation gives the exact total.
+            let x: Vec<f32> = (0..n).map(|i| (i % 9) as f32 - 4.0).collect();
+            let exact: f32 = x.iter().sum();
+            let b: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+            let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+            assert_eq!(unsafe { map::run::<bf16>(map::Fold::Sum)(b.as_ptr(), n) }, exact, "bfloat16 {p:?} n={n}");
+            assert_eq!(unsafe { map::run::<f16>(map::Fold::Sum)(h.as_ptr(), n) }, exact, "float16 {p:?} n={n}");
+        }
+    });
+}

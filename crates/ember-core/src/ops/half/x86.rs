@@ -155,6 +155,42 @@ pub unsafe fn f16_to_f32_avx512(src: *const u16, dst: *mut f32, n: usize) {
     }
 }
 
+/// Sums `n` halves in float32 in one pass, widening in registers; eight chains of 16 lanes, as
+/// the float32 row sum runs (`sum_simd`).
+macro_rules! half_sum {
+    ($name:ident, $widen:expr) => {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,f16c")]
+        pub unsafe fn $name(src: *const u16, n: usize) -> f32 {
+            let widen = $widen;
+            let load = |i: usize| widen(_mm256_loadu_si256(src.add(i) as *const __m256i));
+            let mut acc = [_mm512_setzero_ps(); 8];
+            let mut i = 0;
+            while i + 128 <= n {
+                for (j, a) in acc.iter_mut().enumerate() {
+                    *a = _mm512_add_ps(*a, load(i + 16 * j));
+                }
+                i += 128;
+            }
+            while i + 16 <= n {
+                acc[0] = _mm512_add_ps(acc[0], load(i));
+                i += 16;
+            }
+            if i < n {
+                acc[1] = _mm512_add_ps(acc[1], widen(_mm256_maskz_loadu_epi16(lanes(n - i), src.add(i) as *const i16)));
+            }
+            for width in [4, 2, 1] {
+                for j in 0..width {
+                    acc[j] = _mm512_add_ps(acc[j], acc[j + width]);
+                }
+            }
+            _mm512_reduce_add_ps(acc[0])
+        }
+    };
+}
+
+half_sum!(sum_bf16_avx512, |h: __m256i| _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h))));
+half_sum!(sum_f16_avx512, |h: __m256i| _mm512_cvtph_ps(h));
+
 // ---- AVX-512 BF16 ----
 
 /// Lanes holding a float32 subnormal, which the BF16 instructions flush to zero.
