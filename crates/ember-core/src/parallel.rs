@@ -86,6 +86,23 @@ pub fn for_range(n: usize, grain: usize, f: impl Fn(usize, usize) + Sync) {
     team.run(&Job { f: &f, n, chunk }, n.div_ceil(chunk));
 }
 
+/// Calls `f(&mut state, i)` for each `i` in `0..n`, every index claimed in order by the next
+/// free thread, with one `state` per thread from `init`: for a kernel's few, long tasks, which
+/// `for_range`'s ranges of several tasks would leave unevenly split.
+pub fn for_each_with<S>(n: usize, init: impl Fn() -> S + Sync, f: impl Fn(&mut S, usize) + Sync) {
+    let next = AtomicUsize::new(0);
+    for_range(num_threads().min(n), 1, |_, _| {
+        let mut state = init();
+        loop {
+            let i = next.fetch_add(1, Relaxed);
+            if i >= n {
+                return;
+            }
+            f(&mut state, i);
+        }
+    });
+}
+
 thread_local! {
     /// Set on team workers and on a caller while it runs a job: nested calls run inline.
     static IN_JOB: Cell<bool> = const { Cell::new(false) };
@@ -260,6 +277,15 @@ mod tests {
             for _ in 0..50 {
                 assert!(covered(n, grain).iter().all(|&c| c == 1), "n={n} grain={grain}");
             }
+        }
+    }
+
+    #[test]
+    fn for_each_with_runs_every_index_once() {
+        for n in [0, 1, 2, 7, 1000] {
+            let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+            for_each_with(n, || (), |_, i| _ = hits[i].fetch_add(1, Relaxed));
+            assert!(hits.iter().all(|h| h.load(Relaxed) == 1), "n={n}");
         }
     }
 

@@ -9,7 +9,7 @@
 use super::{nhwc_view, uninit_channels_last};
 use crate::dtype::{DType, Element};
 use crate::ops::map::Ptr;
-use crate::parallel::{for_range, pool, GRAIN};
+use crate::parallel::{for_each_with, for_range, pool, GRAIN};
 use crate::tensor::Tensor;
 use crate::ops::half::gemm::{self as bgemm, Mat, MatMut};
 use half::bf16;
@@ -153,7 +153,8 @@ fn gemm_tiles<T: Element>(job: &Job<T>, g: &Geom2, positions: usize) {
     // GEMM at a time (as large as the budget allows) is split across the threads.
     let per_tile = budget.min(positions.div_ceil(threads).max(32)).min(positions);
     let split = positions.div_ceil(per_tile) * job.groups < 2 * threads && per_tile < SHARED_PACKING;
-    let per_tile = if split { budget.min(positions) } else { per_tile };
+    // Tiles in a multiple of the threads, of equal size, so no thread waits on the last one.
+    let per_tile = if split { budget.min(positions) } else { positions.div_ceil(positions.div_ceil(per_tile).next_multiple_of(threads)) };
     let tiles = positions.div_ceil(per_tile);
     let tasks = tiles * job.groups;
     let task = |t: usize, cols: &mut Vec<T>, par: gemm::Parallelism| unsafe {
@@ -162,10 +163,7 @@ fn gemm_tiles<T: Element>(job: &Job<T>, g: &Geom2, positions: usize) {
         tile_gemm(job, g, rows, grp, cols, par);
     };
     if !split {
-        for_range(tasks, 1, |s, e| {
-            let mut cols = Vec::new();
-            (s..e).for_each(|t| task(t, &mut cols, gemm::Parallelism::None));
-        });
+        for_each_with(tasks, Vec::new, |cols, t| task(t, cols, gemm::Parallelism::None));
     } else {
         let mut cols = Vec::new();
         pool().install(|| (0..tasks).for_each(|t| task(t, &mut cols, gemm::Parallelism::Rayon(threads))));
