@@ -87,6 +87,9 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize,
         run_bf16(&xs, &w, bias, &os, groups, g);
     } else if x.dtype() == DType::F64 {
         run::<f64>(&xs, &w, bias, &os, groups, g, depthwise);
+    } else if super::direct::applies(g, c, k, groups) {
+        let bias = bias.map(|b| b.data_ptr::<f32>() as *const f32);
+        unsafe { super::direct::conv2d(g, [n, c, k], xs.data_ptr::<f32>(), w.data_ptr::<f32>(), bias, os.data_ptr::<f32>()) };
     } else {
         run::<f32>(&xs, &w, bias, &os, groups, g, depthwise);
     }

@@ -4,6 +4,7 @@
 //! every other layout keeps its NCHW kernel. Channels are the innermost dim, so each kernel's
 //! inner loop runs over a contiguous run of channels.
 mod conv;
+mod direct;
 mod norm;
 mod pool;
 
@@ -110,5 +111,33 @@ mod tests {
         let want = conv(&x.contiguous(), &w, None, &[2], ConvPadding::Explicit(&[1]), &[1], 2, 2).unwrap();
         assert!(is_channels_last(&got) && !is_channels_last(&want));
         assert_eq!(got.contiguous().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    }
+
+    /// The direct AVX-512 kernel's shapes (16+ channels, no groups, output rows 14+ wide):
+    /// tails of a row tile and of an output-channel panel, strides, dilation, no padding, 'same'
+    /// with an even kernel.
+    #[test]
+    fn direct_nhwc_conv_matches_the_nchw_kernel() {
+        let cases: [([usize; 4], [usize; 4], &[i64], ConvPadding, &[i64]); 6] = [
+            ([2, 16, 9, 31], [40, 16, 3, 3], &[1], ConvPadding::Explicit(&[1]), &[1]),
+            ([1, 17, 12, 30], [32, 17, 3, 3], &[2], ConvPadding::Explicit(&[1]), &[1]),
+            ([1, 16, 10, 20], [16, 16, 3, 3], &[1], ConvPadding::Explicit(&[2]), &[2]),
+            ([2, 24, 7, 20], [64, 24, 3, 3], &[1], ConvPadding::Explicit(&[0]), &[1]),
+            ([1, 16, 8, 17], [33, 16, 2, 4], &[1], ConvPadding::Same, &[1]),
+            ([1, 32, 11, 45], [48, 32, 5, 1], &[3], ConvPadding::Explicit(&[2]), &[1]),
+        ];
+        for (xs, ws, stride, padding, dilation) in cases {
+            let x = nhwc(xs);
+            let w = nhwc(ws).contiguous();
+            let bias = Tensor::from_vec((0..ws[0]).map(|v| v as f32 * 0.25).collect(), &[ws[0]]).unwrap();
+            let got = conv(&x, &w, Some(&bias), stride, padding, dilation, 1, 2).unwrap();
+            let want = conv(&x.contiguous(), &w, Some(&bias), stride, padding, dilation, 1, 2).unwrap();
+            assert!(is_channels_last(&got), "{xs:?} {ws:?}");
+            let (got, want) = (got.contiguous().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+            assert_eq!(got.len(), want.len());
+            for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert!((a - b).abs() <= 1e-3 * b.abs().max(1.0), "{xs:?} {ws:?} [{i}]: {a} vs {b}");
+            }
+        }
     }
 }
