@@ -115,16 +115,18 @@ mod tests {
 
     /// The direct AVX-512 kernel's shapes (16+ channels, no groups, output rows 14+ wide):
     /// tails of a row tile and of an output-channel panel, strides, dilation, no padding, 'same'
-    /// with an even kernel.
+    /// with an even kernel, weights in several panel groups.
     #[test]
     fn direct_nhwc_conv_matches_the_nchw_kernel() {
-        let cases: [([usize; 4], [usize; 4], &[i64], ConvPadding, &[i64]); 6] = [
+        let cases: [([usize; 4], [usize; 4], &[i64], ConvPadding, &[i64]); 7] = [
             ([2, 16, 9, 31], [40, 16, 3, 3], &[1], ConvPadding::Explicit(&[1]), &[1]),
             ([1, 17, 12, 30], [32, 17, 3, 3], &[2], ConvPadding::Explicit(&[1]), &[1]),
             ([1, 16, 10, 20], [16, 16, 3, 3], &[1], ConvPadding::Explicit(&[2]), &[2]),
             ([2, 24, 7, 20], [64, 24, 3, 3], &[1], ConvPadding::Explicit(&[0]), &[1]),
             ([1, 16, 8, 17], [33, 16, 2, 4], &[1], ConvPadding::Same, &[1]),
             ([1, 32, 11, 45], [48, 32, 5, 1], &[3], ConvPadding::Explicit(&[2]), &[1]),
+            // Panels too large to share L2: one task per panel.
+            ([1, 300, 3, 16], [70, 300, 3, 3], &[1], ConvPadding::Explicit(&[1]), &[1]),
         ];
         for (xs, ws, stride, padding, dilation) in cases {
             let x = nhwc(xs);
