@@ -21,8 +21,10 @@ const INPUTS_IN_L2: usize = 256 << 10;
 
 /// Whether the direct kernel runs this conv: float32 on AVX-512 without groups, with enough
 /// channels that a tap's loop is worth its setup (a 1x1 stride-1 conv is a plain GEMM already)
-/// and output rows at least a tile wide: narrower rows leave half the registers idle, and
-/// their convs (ResNet's layer4 at 7 wide) ran faster on the im2col GEMM.
+/// and output rows at least a tile wide: a narrower row leaves accumulators idle. `conv_small`,
+/// the same micro-kernel over NCHW-ordered padded planes, takes the narrow-image convs it
+/// prefers before the NHWC path is asked (it pairs rows up to 7 wide); copying a large NHWC
+/// image into its planes is a transpose, which is why wide rows come here.
 pub(super) fn applies(g: &Geom2, channels: usize, out_channels: usize, groups: usize) -> bool {
     let pointwise = g.kernel == [1, 1] && g.stride == [1, 1] && g.pad == [0, 0];
     groups == 1 && !pointwise && channels >= 16 && out_channels >= 16 && g.output[1] >= MR && has_avx512()
