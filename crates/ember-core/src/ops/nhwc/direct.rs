@@ -5,8 +5,8 @@
 //! is padded), so each tap of each output position reads `C` contiguous channels in bounds. The
 //! micro-kernel holds up to `MR` consecutive positions of one output row × `NR` output channels
 //! in registers and, per tap and input channel, broadcasts each position's input value against
-//! `NR` weights packed `[panel][tap][C][NR]`. Tasks own one panel × a run of output rows, panel
-//! by panel, so a panel's weights stay in L2 while the rows stream past.
+//! `NR` weights packed `[panel][tap][C][NR]`. A task owns a group of panels whose weights fit
+//! in L2 × a run of output rows (see `blocking`).
 use super::conv::Geom2;
 use crate::ops::map::{has_avx512, Ptr};
 use crate::parallel::{for_each_with, for_range, num_threads};
