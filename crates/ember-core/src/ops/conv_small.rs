@@ -4,8 +4,9 @@
 //! padding between rows: a 14x14 image fills 196 of 224 lanes, a 7x7 one 49 of 64. Here a vector
 //! holds 16 output channels instead. The micro-kernel keeps up to 14 positions of one output row
 //! × 32 channels in registers (two rows of up to 7 on narrower images), broadcasts each input
-//! pixel it reads (any stride is an address step), and streams the weights from a copy packed as
-//! `[block of 32 channels][reduction index][32]`. Every lane computes a real output.
+//! pixel it reads (any stride is an address step), and streams the weights from a copy of one
+//! block of 32 channels packed as `[reduction index][32]`, made by the thread that uses it.
+//! Every lane computes a real output.
 use super::conv_direct::Conv2d;
 use super::map::Ptr;
 use crate::parallel::for_range;
@@ -19,9 +20,9 @@ const MAX_P: usize = 14;
 
 /// Whether this kernel should run `c` instead of `conv_direct`: output rows narrow enough that
 /// the latter wastes lanes, and channels enough to fill these vectors. The widths are where it
-/// measured faster on the ResNet-50 3x3 layers (stride 2 from 8 outputs up to 16). Packing the
-/// weights costs about as much as 16-32 positions use them, so `images` (all its images) must
-/// bring enough positions per weight.
+/// measured faster on the ResNet-50 3x3 layers (stride 2 from 8 outputs up to 16). Every block
+/// of weights is packed once per call, so `images` (all its images) must bring enough positions
+/// per weight: one 14x14 image does, one 7x7 image (49) does not.
 pub(crate) fn preferred(c: &Conv2d, images: usize) -> bool {
     let narrow = match c.stride[1] {
         1 => c.output[1] <= 32,
@@ -29,7 +30,7 @@ pub(crate) fn preferred(c: &Conv2d, images: usize) -> bool {
         _ => false,
     };
     let positions = images * c.output[0] * c.output[1];
-    narrow && positions >= 256 && c.out_channels >= CB && c.kernel != [1, 1] && super::map::has_avx512()
+    narrow && positions >= 128 && c.out_channels >= CB && c.kernel != [1, 1] && super::map::has_avx512()
 }
 
 /// Element strides of a 4-d operand: (image, channel, row, column) for `x` and `out`, (output
@@ -51,39 +52,82 @@ pub(crate) fn dense(shape: [usize; 4]) -> Strides {
 pub(crate) unsafe fn conv2d(c: &Conv2d, images: usize, (x, xs): (*const f32, Strides), (w, ws): (*const f32, Strides), bias: Option<*const f32>, (out, os): (*mut f32, Strides)) {
     let planes = Planes::new(c);
     let padded = planes.fill(c, images, x, xs);
-    let weights = pack_weights(c, w, ws);
     let blocks = c.out_channels.div_ceil(CB);
-    let chunks = c.output[1].div_ceil(MAX_P);
-    // Rows at most half a tile wide go two at a time.
-    let pair = if 2 * c.output[1] <= MAX_P { 2 } else { 1 };
-    let rows = c.output[0].div_ceil(pair) * chunks;
+    let lines = Lines::new(c, images);
     let offsets = planes.tap_offsets(c);
-    let k = offsets.len();
-    let (src, wp, dst) = (Ptr(padded.as_ptr() as *mut f32), Ptr(weights.as_ptr() as *mut f32), Ptr(out));
+    let weights = Weights::new(c, w, ws);
+    let (src, dst) = (Ptr(padded.as_ptr() as *mut f32), Ptr(out));
     let bias = bias.map(|b| Ptr(b as *mut f32));
-    // Tasks ordered block-major, so a thread's consecutive tasks reuse one block's weights.
-    for_range(blocks * images * rows, 1, |start, end| {
+    let tiles = lines.tiles_per_group();
+    // Tasks ordered block-major, so a thread packs each block of weights it meets once, into a
+    // copy that stays in its L2 while its consecutive tasks use it.
+    for_range(blocks * c.groups * tiles, 1, |start, end| {
+        let (mut packed, mut current) = (Vec::new(), None);
         for t in start..end {
-            let (cb, image, row) = (t / (images * rows), t / rows % images, t % rows);
-            let (y, chunk) = (row / chunks * pair, row % chunks);
-            let (x0, x1) = (chunk * c.output[1] / chunks, (chunk + 1) * c.output[1] / chunks);
-            let tile_rows = pair.min(c.output[0] - y);
-            let group = image % c.groups;
-            let base = src.at((image * c.channels * planes.size() + y * c.stride[0] * planes.width + x0 * c.stride[1]) as isize);
-            let wblock = wp.at(((group * blocks + cb) * k * CB) as isize);
+            let (cb, group, tile) = (t / (c.groups * tiles), t / tiles % c.groups, t % tiles);
+            if current != Some((group, cb)) {
+                weights.pack(group, cb, &mut packed);
+                current = Some((group, cb));
+            }
+            let rows = lines.of_tile(tile);
+            let [first, last] = [rows.start, rows.end - 1].map(|l| lines.at(l, group));
+            let input = |l: &Line| l.image * c.channels * planes.size() + l.y * c.stride[0] * planes.width + l.x0 * c.stride[1];
             let co0 = group * c.out_channels + cb * CB;
             let valid = CB.min(c.out_channels - cb * CB);
             let init: [f32; CB] = std::array::from_fn(|j| bias.filter(|_| j < valid).map_or(0.0, |b| *b.at((co0 + j) as isize)));
             let mut tile = [[0f32; CB]; MAX_P];
-            let shape = Tile { width: x1 - x0, rows: tile_rows, stride: c.stride[1], row_step: c.stride[0] * planes.width };
-            shape.compute(base, &offsets, wblock, &init, &mut tile);
-            let first = dst.at((image * os[0] + cb * CB * os[1] + y * os[2] + x0 * os[3]) as isize);
-            for (p, outputs) in tile.iter().take(shape.width * tile_rows).enumerate() {
-                let at = first.add((p / shape.width) * os[2] + (p % shape.width) * os[3]);
-                (0..valid).for_each(|j| *at.add(j * os[1]) = outputs[j]);
+            let shape = Tile { width: first.width, rows: rows.len(), stride: c.stride[1], row_step: input(&last) - input(&first) };
+            shape.compute(src.at(input(&first) as isize), &offsets, packed.as_ptr(), &init, &mut tile);
+            for (r, line) in [first, last].into_iter().take(rows.len()).enumerate() {
+                let at = dst.at((line.image * os[0] + cb * CB * os[1] + line.y * os[2] + line.x0 * os[3]) as isize);
+                for (q, outputs) in tile[r * shape.width..(r + 1) * shape.width].iter().enumerate() {
+                    (0..valid).for_each(|j| *at.add(q * os[3] + j * os[1]) = outputs[j]);
+                }
             }
         }
     });
+}
+
+/// The output rows of one group's images cut into lines of at most `MAX_P` positions, and the
+/// lines into micro-kernel tiles: one line each, or two when lines are at most half a tile
+/// wide. Two lines of a tile may lie in consecutive images, so a 7x7 image wastes no half-tile.
+struct Lines {
+    /// Images of one group.
+    images: usize,
+    rows: usize,
+    width: usize,
+    /// Lines per output row.
+    chunks: usize,
+    pair: usize,
+    groups: usize,
+}
+
+impl Lines {
+    fn new(c: &Conv2d, images: usize) -> Self {
+        let (rows, width) = (c.output[0], c.output[1]);
+        let pair = if 2 * width <= MAX_P { 2 } else { 1 };
+        Lines { images: images / c.groups, rows, width, chunks: width.div_ceil(MAX_P), pair, groups: c.groups }
+    }
+    fn tiles_per_group(&self) -> usize {
+        (self.images * self.rows * self.chunks).div_ceil(self.pair)
+    }
+    fn of_tile(&self, tile: usize) -> std::ops::Range<usize> {
+        tile * self.pair..((tile + 1) * self.pair).min(self.images * self.rows * self.chunks)
+    }
+    /// Line `l` of `group`.
+    fn at(&self, l: usize, group: usize) -> Line {
+        let (m, y, chunk) = (l / (self.rows * self.chunks), l / self.chunks % self.rows, l % self.chunks);
+        let x0 = chunk * self.width / self.chunks;
+        Line { image: m * self.groups + group, y, x0, width: (chunk + 1) * self.width / self.chunks - x0 }
+    }
+}
+
+/// `width` outputs of row `y` of `image`, from column `x0`.
+struct Line {
+    image: usize,
+    y: usize,
+    x0: usize,
+    width: usize,
 }
 
 /// Zero-padded input planes `[image][channel][height][width]`.
@@ -129,28 +173,49 @@ impl Planes {
     }
 }
 
-/// The weights `[groups·out, channels, kh, kw]` as `[group][block of 32 outputs][k][32]`, `k`
-/// running over (channel, row, column); zero past the last output channel.
-unsafe fn pack_weights(c: &Conv2d, w: *const f32, ws: Strides) -> Vec<f32> {
-    let [kh, kw] = c.kernel;
-    let k = c.channels * kh * kw;
-    let taps: Vec<usize> = (0..k).map(|kk| (kk / (kh * kw)) * ws[1] + (kk / kw % kh) * ws[2] + (kk % kw) * ws[3]).collect();
-    let blocks = c.out_channels.div_ceil(CB);
-    let mut packed = vec![0f32; c.groups * blocks * k * CB];
-    let (src, dst) = (Ptr(w as *mut f32), Ptr(packed.as_mut_ptr()));
-    for_range(c.groups * blocks, 1, |start, end| {
-        for gb in start..end {
-            let (group, cb) = (gb / blocks, gb % blocks);
-            let block = dst.at((gb * k * CB) as isize);
-            for j in 0..CB.min(c.out_channels - cb * CB) {
-                let row = src.at(((group * c.out_channels + cb * CB + j) * ws[0]) as isize);
-                for (kk, &tap) in taps.iter().enumerate() {
-                    *block.add(kk * CB + j) = *row.add(tap);
+/// The weights `[groups·out, channels, kh, kw]` in any layout, packed a block of 32 output
+/// channels at a time as `[k][32]`, `k` running over (channel, row, column).
+struct Weights {
+    w: Ptr<f32>,
+    row_stride: usize,
+    out_channels: usize,
+    /// Where each reduction index reads in a weight row.
+    taps: Vec<usize>,
+}
+
+impl Weights {
+    fn new(c: &Conv2d, w: *const f32, ws: Strides) -> Self {
+        let [kh, kw] = c.kernel;
+        let taps = (0..c.channels * kh * kw).map(|kk| (kk / (kh * kw)) * ws[1] + (kk / kw % kh) * ws[2] + (kk % kw) * ws[3]).collect();
+        Weights { w: Ptr(w as *mut f32), row_stride: ws[0], out_channels: c.out_channels, taps }
+    }
+
+    /// Block `cb` of `group` into `packed`, zero past the last output channel. A run of taps
+    /// at a time, its 32 rows read side by side while prefetching their next run: one tap at a
+    /// time read all 32 rows a cache line apiece and stalled on each.
+    unsafe fn pack(&self, group: usize, cb: usize, packed: &mut Vec<f32>) {
+        const RUN: usize = 64;
+        let k = self.taps.len();
+        packed.resize(k * CB, 0.0);
+        let valid = CB.min(self.out_channels - cb * CB);
+        let first_row = group * self.out_channels + cb * CB;
+        for (run, taps) in self.taps.chunks(RUN).enumerate() {
+            let ahead = &self.taps[((run + 1) * RUN).min(k)..((run + 2) * RUN).min(k)];
+            let to = &mut packed[run * RUN * CB..];
+            for j in 0..CB {
+                let row = self.w.at(((first_row + j.min(valid - 1)) * self.row_stride) as isize);
+                for (t, &tap) in taps.iter().enumerate() {
+                    to[t * CB + j] = if j < valid { *row.add(tap) } else { 0.0 };
                 }
+                ahead.iter().step_by(16).for_each(|&tap| prefetch(row.add(tap)));
             }
         }
-    });
-    packed
+    }
+}
+
+fn prefetch(p: *const f32) {
+    #[cfg(target_arch = "x86_64")]
+    unsafe { std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0) };
 }
 
 /// The positions of one micro-kernel call: `rows` (1 or 2) output rows `row_step` apart in the
