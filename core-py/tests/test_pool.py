@@ -173,6 +173,26 @@ def test_max_pool_2x2_float32_kernel_agrees_with_float64_on_nans_and_ties():
     np.testing.assert_array_equal(to_np(o32), to_np(o64).astype(np.float32))
 
 
+@pytest.mark.parametrize("pool", [
+    lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True),
+    lambda x: F.max_pool2d(x, (3, 2), (2, 3), (1, 1), (2, 1), True, return_indices=True),
+    lambda x: F.max_pool2d(x, (4, 3), (3, 2), (2, 0), (1, 2), return_indices=True),
+    lambda x: F.max_pool1d(x.flatten(2), 5, 2, 2, 3, True, return_indices=True),
+    lambda x: F.max_pool3d(x.reshape(2, 3, 3, 2, 41), (2, 2, 3), (1, 2, 2), (1, 0, 1), return_indices=True),
+    lambda x: F.adaptive_max_pool2d(x, (4, 17), return_indices=True),
+], ids=["3x3/2", "dilated-ceil", "wide", "1d", "3d", "adaptive"])
+def test_max_pool_float32_kernel_agrees_with_float64_on_nans_and_ties(pool):
+    # float32 takes the vectorised separable kernel, float64 the scalar whole-window one.
+    rng = np.random.default_rng(8)
+    base = rng.integers(0, 3, (2, 3, 6, 41)).astype(np.float64)
+    base[rng.random(base.shape) < 0.05] = np.nan
+    base[rng.random(base.shape) < 0.05] = -np.inf
+    o32, i32 = pool(ember.tensor(base, dtype=ember.float32))
+    o64, i64 = pool(ember.tensor(base))
+    np.testing.assert_array_equal(to_np(i32), to_np(i64))
+    np.testing.assert_array_equal(to_np(o32), to_np(o64).astype(np.float32))
+
+
 def test_max_pool_non_contiguous_input():
     rng = np.random.default_rng(3)
     base = rng.standard_normal((2, 9, 8, 3))

@@ -188,6 +188,10 @@ fn max_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, axe
     if ad.len() == 1 && ad.taps[0] == [0] && ah.is_pairs() && aw.is_pairs() {
         return max_2x2::<T>(input, planes, ah.len(), aw.len(), out, idx);
     }
+    #[cfg(target_arch = "x86_64")]
+    if T::DTYPE == DType::F32 && super::map::has_avx512() && input.shape()[input.ndim() - 3..].iter().product::<usize>() < i32::MAX as usize {
+        return max_separable(input, planes, axes, out, idx);
+    }
     let in_plane = input.shape()[input.ndim() - 3..].iter().product::<usize>();
     let (ih, iw) = (input.shape()[input.ndim() - 2], input.shape()[input.ndim() - 1]);
     let out_plane = ad.len() * ah.len() * aw.len();
@@ -218,6 +222,45 @@ fn max_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, axe
                         k += 1;
                     }
                 }
+            }
+        }
+    });
+}
+
+/// `max_kernel` for float32 on AVX-512, separably: every input row's maxima over each output
+/// column's window (gathered, sixteen columns at a time), then a fold of each window's rows. A
+/// later row must be greater to take over, so the first row holding the maximum keeps it with
+/// its first column: the index the whole-window loop picks, ties and NaNs alike.
+#[cfg(target_arch = "x86_64")]
+fn max_separable(input: &Tensor, planes: usize, axes: &[Axis; 3], out: &Tensor, idx: &Tensor) {
+    use super::pool_simd::{fold_maxima, window_maxima_row};
+    let [ad, ah, aw] = axes;
+    let (ih, iw) = (input.shape()[input.ndim() - 2], input.shape()[input.ndim() - 1]);
+    let rows = input.shape()[input.ndim() - 3] * ih;
+    let ow = aw.len();
+    let out_plane = ad.len() * ah.len() * ow;
+    let step = aw.taps.iter().find(|t| t.len() > 1).map_or(1, |t| t[1] - t[0]) as i32;
+    let starts: Vec<i32> = aw.taps.iter().map(|t| t.first().map_or(0, |&w| w as i32)).collect();
+    let counts: Vec<i32> = aw.taps.iter().map(|t| t.len() as i32).collect();
+    let (x, o, ix) = (Ptr(input.data_ptr::<f32>()), Ptr(out.data_ptr::<f32>()), Ptr(idx.data_ptr::<i64>()));
+    for_planes(planes, out_plane * 9, |s, e| unsafe {
+        let (mut values, mut indices) = (vec![0f32; rows * ow], vec![0i32; rows * ow]);
+        let (mut best, mut at) = (vec![0f32; ow], vec![0i32; ow]);
+        for p in s..e {
+            let src = x.at((p * rows * iw) as isize);
+            for r in 0..rows {
+                window_maxima_row(src.add(r * iw), (&starts, &counts, step), (r * iw) as i32, values.as_mut_ptr().add(r * ow), indices.as_mut_ptr().add(r * ow));
+            }
+            let mut k = (p * out_plane) as isize;
+            for (td, th) in ad.taps.iter().flat_map(|td| ah.taps.iter().map(move |th| (td, th))) {
+                best.fill(f32::NEG_INFINITY);
+                at.fill(-1);
+                for r in td.iter().flat_map(|&d| th.iter().map(move |&h| d * ih + h)) {
+                    fold_maxima(values.as_ptr().add(r * ow), indices.as_ptr().add(r * ow), ow, best.as_mut_ptr(), at.as_mut_ptr());
+                }
+                std::ptr::copy_nonoverlapping(best.as_ptr(), o.at(k), ow);
+                at.iter().enumerate().for_each(|(j, &a)| *ix.at(k + j as isize) = a as i64);
+                k += ow as isize;
             }
         }
     });

@@ -47,3 +47,66 @@ pub(super) unsafe fn max_pairs_row(top: *const f32, iw: usize, ow: usize, base: 
         ox += n;
     }
 }
+
+/// One input row's maxima over every output column's window, sixteen columns at a time:
+/// `values[o]`, `indices[o]` over the taps `starts[o] + j·step`, `j < counts[o]`, gathered from
+/// `row`, in tap order (the first maximum or the last NaN, as the scalar kernel); `(-inf, -1)`
+/// for a window with no tap. `base` is the flat in-plane index of `row[0]`.
+///
+/// # Safety
+/// The CPU has AVX-512F; every tap lies in `row`; `values` and `indices` hold `starts.len()`
+/// writable values; every index fits in an `i32`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn window_maxima_row(row: *const f32, (starts, counts, step): (&[i32], &[i32], i32), base: i32, values: *mut f32, indices: *mut i32) {
+    use std::arch::x86_64::*;
+    for o in (0..starts.len()).step_by(16) {
+        let mask = lanes(starts.len() - o);
+        let (first, count) = (_mm512_maskz_loadu_epi32(mask, starts.as_ptr().add(o)), _mm512_maskz_loadu_epi32(mask, counts.as_ptr().add(o)));
+        let (mut best, mut at) = (_mm512_set1_ps(f32::NEG_INFINITY), _mm512_set1_epi32(-1));
+        let most = counts[o..(o + 16).min(counts.len())].iter().max().copied().unwrap_or(0);
+        for j in 0..most {
+            let tap = _mm512_add_epi32(first, _mm512_set1_epi32(j * step));
+            let valid = _mm512_cmpgt_epi32_mask(count, _mm512_set1_epi32(j));
+            let v = _mm512_mask_i32gather_ps::<4>(best, valid, tap, row as _);
+            at = take_max(valid, v, &mut best, at, _mm512_add_epi32(tap, _mm512_set1_epi32(base)));
+        }
+        _mm512_mask_storeu_ps(values.add(o), mask, best);
+        _mm512_mask_storeu_epi32(indices.add(o), mask, at);
+    }
+}
+
+/// Folds one row of window maxima into the running `best`, `at` of `n` outputs, the same way.
+///
+/// # Safety
+/// The CPU has AVX-512F; every pointer holds `n` values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn fold_maxima(values: *const f32, indices: *const i32, n: usize, best: *mut f32, at: *mut i32) {
+    use std::arch::x86_64::*;
+    for o in (0..n).step_by(16) {
+        let mask = lanes(n - o);
+        let mut b = _mm512_maskz_loadu_ps(mask, best.add(o));
+        let v = _mm512_maskz_loadu_ps(mask, values.add(o));
+        let a = take_max(mask, v, &mut b, _mm512_maskz_loadu_epi32(mask, at.add(o)), _mm512_maskz_loadu_epi32(mask, indices.add(o)));
+        _mm512_mask_storeu_ps(best.add(o), mask, b);
+        _mm512_mask_storeu_epi32(at.add(o), mask, a);
+    }
+}
+
+/// Where `valid`, takes `v` (and its index) over `best` when it is greater, NaN, or the first.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn take_max(valid: std::arch::x86_64::__mmask16, v: std::arch::x86_64::__m512, best: &mut std::arch::x86_64::__m512, at: std::arch::x86_64::__m512i, index: std::arch::x86_64::__m512i) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::*;
+    let none = _mm512_cmplt_epi32_mask(at, _mm512_setzero_si512());
+    let take = valid & (_mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, *best) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v) | none);
+    *best = _mm512_mask_blend_ps(take, *best, v);
+    _mm512_mask_blend_epi32(take, at, index)
+}
+
+/// The first `n` of 16 lanes.
+fn lanes(n: usize) -> u16 {
+    if n >= 16 { u16::MAX } else { (1u16 << n) - 1 }
+}
