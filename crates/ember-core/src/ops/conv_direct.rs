@@ -271,8 +271,7 @@ unsafe fn micro_kernel<const NV: usize>(x: *const f32, offsets: &[usize], weight
             if j < rows && s.mask != 0 {
                 let packed = _mm512_maskz_compress_ps(s.mask, acc[j][v]);
                 let n = s.mask.count_ones();
-                let keep = if n == 16 { u16::MAX } else { (1u16 << n) - 1 };
-                _mm512_mask_storeu_ps(out.add(j * out_plane + s.first), keep, packed);
+                _mm512_mask_storeu_ps(out.add(j * out_plane + s.first), super::map::lanes(n as usize), packed);
             }
         }
     }

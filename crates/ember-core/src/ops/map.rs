@@ -29,6 +29,11 @@ pub fn has_avx2() -> bool {
     }
 }
 
+/// The mask of the first `n` (any count; 16 or more is all) of 16 vector lanes.
+pub(crate) fn lanes(n: usize) -> u16 {
+    if n >= 16 { u16::MAX } else { (1u16 << n) - 1 }
+}
+
 pub fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

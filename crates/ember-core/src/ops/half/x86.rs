@@ -3,6 +3,7 @@
 //! one element at a time with the scalar rounding, AVX-512 with masked loads and stores. Masks
 //! stay out of the main loops: masked memory ops in a loop ran 4x slower on Zen 5.
 use super::scalar;
+use crate::ops::map::lanes;
 use std::arch::x86_64::*;
 
 // ---- AVX2 + F16C ----
@@ -76,12 +77,6 @@ pub unsafe fn f16_to_f32_avx2(src: *const u16, dst: *mut f32, n: usize) {
 }
 
 // ---- AVX-512 (F, BW, VL) ----
-
-/// The first `n` (at most 16) lanes.
-#[inline(always)]
-fn lanes(n: usize) -> __mmask16 {
-    if n >= 16 { 0xffff } else { ((1u32 << n) - 1) as __mmask16 }
-}
 
 #[inline(always)]
 unsafe fn bf16_round_avx512(x: __m512i) -> __m256i {
