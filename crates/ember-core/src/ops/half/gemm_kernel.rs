@@ -8,17 +8,29 @@ pub const MR: usize = 12;
 /// Columns of the register tile (two zmm of float32).
 pub const NR: usize = 32;
 
-/// `tile[..rows] (+)= a[rows × 2·kp] · b[kp pairs × 32]`: `a` bfloat16 rows at stride `lda`
-/// (elements), `b` a packed panel, `tile` row-major `MR × NR` float32, added to when `load`.
+/// Where the kernel writes its finished sums.
+#[derive(Clone, Copy)]
+pub enum Out {
+    /// The float32 `tile`.
+    Tile,
+    /// All 32 columns of bfloat16 rows `ld` elements apart, rounded to nearest even.
+    Bf16(*mut u16, isize),
+    /// All 32 columns of float32 rows `ld` elements apart.
+    F32(*mut f32, isize),
+}
+
+/// `out[..rows] = (tile if load) + a[rows × 2·kp] · b[kp pairs × 32]`: `a` bfloat16 rows at
+/// stride `lda` (elements), `b` a packed panel, `tile` row-major `MR × NR` float32.
 ///
 /// # Safety
-/// `a` readable for `rows` rows of `2·kp` elements, `b` for `kp · NR` u32s; `rows <= MR`.
-pub unsafe fn run(rows: usize, kp: usize, a: *const u16, lda: isize, b: *const u32, tile: &mut [f32], load: bool) {
+/// `a` readable for `rows` rows of `2·kp` elements, `b` for `kp · NR` u32s, `out` writable for
+/// `rows` rows; `rows <= MR`.
+pub unsafe fn run(rows: usize, kp: usize, a: *const u16, lda: isize, b: *const u32, tile: &mut [f32], load: bool, out: Out) {
     assert!(rows <= MR && tile.len() >= MR * NR);
     macro_rules! rows {
         ($($r:literal)*) => {
             match rows {
-                $($r => tile_kernel::<$r>(kp, a, lda, b, tile.as_mut_ptr(), load),)*
+                $($r => tile_kernel::<$r>(kp, a, lda, b, tile.as_mut_ptr(), load, out),)*
                 _ => {}
             }
         };
@@ -28,7 +40,7 @@ pub unsafe fn run(rows: usize, kp: usize, a: *const u16, lda: isize, b: *const u
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-unsafe fn tile_kernel<const R: usize>(kp: usize, a: *const u16, lda: isize, b: *const u32, tile: *mut f32, load: bool) {
+unsafe fn tile_kernel<const R: usize>(kp: usize, a: *const u16, lda: isize, b: *const u32, tile: *mut f32, load: bool, out: Out) {
     use std::arch::x86_64::*;
     let bh = |v: __m512i| std::mem::transmute::<__m512i, __m512bh>(v);
     let mut acc = [[_mm512_setzero_ps(); 2]; R];
@@ -49,8 +61,17 @@ unsafe fn tile_kernel<const R: usize>(kp: usize, a: *const u16, lda: isize, b: *
         }
     }
     for (i, row) in acc.iter().enumerate() {
-        _mm512_storeu_ps(tile.add(i * NR), row[0]);
-        _mm512_storeu_ps(tile.add(i * NR + 16), row[1]);
+        let (lo, hi) = match out {
+            Out::Tile => (tile.add(i * NR), tile.add(i * NR + 16)),
+            Out::F32(p, ld) => (p.offset(i as isize * ld), p.offset(i as isize * ld + 16)),
+            Out::Bf16(p, ld) => {
+                let pairs = std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(row[1], row[0]));
+                _mm512_storeu_si512(p.offset(i as isize * ld) as *mut __m512i, pairs);
+                continue;
+            }
+        };
+        _mm512_storeu_ps(lo, row[0]);
+        _mm512_storeu_ps(hi, row[1]);
     }
 }
 
@@ -104,6 +125,6 @@ pub unsafe fn interleave(_: *const u16, _: *const u16, _: usize, _: bool, _: *mu
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn tile_kernel<const R: usize>(_: usize, _: *const u16, _: isize, _: *const u32, _: *mut f32, _: bool) {
+unsafe fn tile_kernel<const R: usize>(_: usize, _: *const u16, _: isize, _: *const u32, _: *mut f32, _: bool, _: Out) {
     unreachable!("the bf16 kernel runs only where `available()`")
 }

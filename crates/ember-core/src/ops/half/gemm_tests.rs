@@ -95,6 +95,16 @@ fn long_k_runs_in_slices() {
     });
 }
 
+/// Row-major bfloat16 A with rows 4 KiB apart: copied at a padded stride, not read in place.
+#[test]
+fn aliasing_rows_are_copied() {
+    with_bf16_path(|| {
+        assert!(rows_alias(2048) && !rows_alias(1024));
+        check((30, 70, 2048), (false, false, false), false, bf16::from_f32, bf16::from_f32, |v: bf16| v.to_f64());
+        check((30, 70, 2048), (false, true, false), true, bf16::from_f32, |v| v, |v: f32| v as f64);
+    });
+}
+
 #[test]
 fn empty_k_writes_zeros_or_keeps_c() {
     with_bf16_path(|| {
