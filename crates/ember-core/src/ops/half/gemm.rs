@@ -21,6 +21,8 @@ use kernel::{MR, NR};
 /// Columns of B packed at a time: a chunk of up to 512 KiB (at k = 1024) stays in L2 beside a
 /// block of A rows while a task sweeps it (512 measured 4% slower at n = 1024, 1024 35%).
 const NC: usize = 256;
+/// Columns per chunk when A's rows are copied (once per chunk): fewer copies.
+const NC_COPIED: usize = 512;
 /// Rows a task walks the chunk's panels with: their k-pairs (48 × k × 2 bytes) stay in L2.
 const MC: usize = 48;
 /// k-pairs the accumulators run over before a slice's sums go to scratch: a B micro-panel
@@ -157,11 +159,15 @@ pub unsafe fn gemm<S: Source, D: Sink>(m: usize, n: usize, k: usize, a: Mat<S>, 
     if k == 0 {
         return zero_unless_accumulating(m, n, c, accumulate);
     }
-    let product = Product { a, b, c, m, n, k, kp: k.div_ceil(2), accumulate };
-    let chunk_len = product.kp * NC.min(n.div_ceil(NR) * NR);
-    let chunks = n.div_ceil(NC);
-    // Two chunk buffers: each job multiplies by one while it packs the next chunk into the other.
-    let mut packed = vec![0u32; chunk_len * chunks.min(2)];
+    let mut product = Product { a, b, c, m, n, k, kp: k.div_ceil(2), nc: NC, accumulate };
+    if !product.a_in_place() {
+        product.nc = NC_COPIED;
+    }
+    let chunk_len = product.kp * product.nc.min(n.div_ceil(NR) * NR);
+    let chunks = n.div_ceil(product.nc);
+    // Two chunk buffers: each job multiplies by one while it packs the next chunk into the
+    // other. Not zeroed: a job reads only what the job before it packed.
+    let mut packed = Vec::<u32>::with_capacity(chunk_len * chunks.min(2));
     let base = Ptr(packed.as_mut_ptr());
     let buffer = |chunk: usize| Ptr(base.at((chunk % 2 * chunk_len) as isize));
     let pack_tasks = product.kp.div_ceil(PACK_PAIRS);
@@ -220,7 +226,7 @@ struct Scratch {
     tiles: Vec<f32>,
 }
 
-/// The whole product, cut into chunks of `NC` columns of B.
+/// The whole product, cut into chunks of `nc` columns of B.
 struct Product<S, D> {
     a: Mat<S>,
     b: Mat<S>,
@@ -229,12 +235,13 @@ struct Product<S, D> {
     n: usize,
     k: usize,
     kp: usize,
+    nc: usize,
     accumulate: bool,
 }
 
 impl<S: Source, D: Sink> Product<S, D> {
     fn columns(&self, chunk: usize) -> (usize, usize) {
-        (chunk * NC, NC.min(self.n - chunk * NC))
+        (chunk * self.nc, self.nc.min(self.n - chunk * self.nc))
     }
 
     fn split(&self, chunk: usize) -> Split {
