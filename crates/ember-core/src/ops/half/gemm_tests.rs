@@ -55,7 +55,7 @@ fn check<S: Source, D: Sink + Copy>(
     }
 }
 
-const SHAPES: &[(usize, usize, usize)] = &[(1, 1, 1), (3, 5, 7), (9, 33, 2), (12, 32, 16), (17, 70, 513), (130, 40, 300), (50, 600, 9)];
+const SHAPES: &[(usize, usize, usize)] = &[(1, 1, 1), (3, 5, 7), (9, 33, 2), (12, 32, 16), (17, 70, 513), (130, 40, 300), (50, 600, 9), (20, 530, 64)];
 
 fn with_bf16_path(f: impl FnOnce()) {
     if !Path::Avx512Bf16.is_supported() {
