@@ -3,12 +3,13 @@
 //! every sum stays float32 until the finished tile is rounded once into the destination.
 //!
 //! Blocking: B is packed `NC` columns at a time (all of k) into 32-column panels of k-pairs,
-//! shared by all threads. Tasks own rows × panels of that chunk; a row-major bfloat16 A with even
-//! k is read in place (a row's k-pairs are consecutive u32s), any other A is rounded to bfloat16
-//! rows `MC` at a time. The 12×32 micro-kernel keeps its tile in 24 zmm accumulators over the
-//! whole k (slices of `KP_MAX` pairs beyond that, partial sums in a task's float32 scratch), so
-//! each output is written once, in the destination's dtype, through its strides. No AMX path
-//! (no AMX CPU to test it on).
+//! shared by all threads; each job multiplies by one chunk while it packs the next. Tasks own
+//! rows × panels of a chunk; a row-major bfloat16 A with even k is read in place (a row's
+//! k-pairs are consecutive u32s) unless its rows alias in L1, any other A is rounded or copied to
+//! bfloat16 rows `MC` at a time. The 12×32 micro-kernel keeps its tile in 24 zmm accumulators
+//! over the whole k (slices of `KP_MAX` pairs beyond that, partial sums in a task's float32
+//! scratch), so each output is written once: whole tiles straight into a unit-stride
+//! destination, the rest through its strides. No AMX path (no AMX CPU to test it on).
 use super::{path, scalar, Half, Path};
 use crate::ops::map::Ptr;
 use crate::parallel::{for_each_with, for_range, num_threads};
