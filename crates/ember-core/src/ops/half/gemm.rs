@@ -164,7 +164,7 @@ pub unsafe fn gemm<S: Source, D: Sink>(m: usize, n: usize, k: usize, a: Mat<S>, 
     if !product.a_in_place() {
         product.nc = NC_COPIED;
     }
-    let chunk_len = product.kp * product.nc.min(n.div_ceil(NR) * NR);
+    let chunk_len = product.panel_len() * product.nc.min(n).div_ceil(NR);
     let chunks = n.div_ceil(product.nc);
     // Two chunk buffers: each job multiplies by one while it packs the next chunk into the
     // other. Not zeroed: a job reads only what the job before it packed.
@@ -257,6 +257,12 @@ impl<S: Source, D: Sink> Product<S, D> {
         S::IS_BF16 && self.a.cs == 1 && self.k.is_multiple_of(2) && !rows_alias(self.a.rs)
     }
 
+    /// u32s from one packed panel to the next: 64 bytes past its pairs, since panels a multiple
+    /// of 4 KiB apart put the packing's writes to all of them in one L1 set.
+    fn panel_len(&self) -> usize {
+        self.kp * NR + 16
+    }
+
     /// Row stride of A's copies: 64 bytes past the k-pairs, so copied rows never alias.
     fn copy_stride(&self) -> usize {
         2 * self.kp + 32
@@ -274,13 +280,13 @@ impl<S: Source, D: Sink> Product<S, D> {
     unsafe fn pack(&self, chunk: usize, t: usize, packed: Ptr<u32>) {
         let (j0, cols) = self.columns(chunk);
         let pairs = (t * PACK_PAIRS, self.kp.min((t + 1) * PACK_PAIRS));
-        let panel = |jp: usize| packed.at((jp * self.kp * NR) as isize);
+        let panel = |jp: usize| packed.at((jp * self.panel_len()) as isize);
         if S::IS_BF16 && self.b.rs == 1 && self.k.is_multiple_of(2) {
             for jp in 0..cols.div_ceil(NR) {
                 pack_b_columns(self.b, j0 + jp * NR, NR.min(cols - jp * NR), pairs, panel(jp));
             }
         } else {
-            pack_b_rows(self.b, j0, cols, self.k, pairs, panel(0), self.kp * NR);
+            pack_b_rows(self.b, j0, cols, self.k, pairs, panel(0), self.panel_len());
         }
     }
 
@@ -297,7 +303,7 @@ impl<S: Source, D: Sink> Product<S, D> {
             for s in 0..slices {
                 let (q0, q1) = (s * KP_MAX, kp.min((s + 1) * KP_MAX));
                 for jp in p0..p1 {
-                    let bpanel = packed.at(((jp * kp + q0) * NR) as isize) as *const u32;
+                    let bpanel = packed.at((jp * self.panel_len() + q0 * NR) as isize) as *const u32;
                     for ir in (0..rows).step_by(MR) {
                         let t = if slices > 1 { (jp - p0) * MC.div_ceil(MR) + ir / MR } else { 0 };
                         let tile = &mut scratch.tiles[t * MR * NR..(t + 1) * MR * NR];
