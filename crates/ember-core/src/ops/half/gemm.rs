@@ -198,7 +198,7 @@ fn rows_alias(rs: isize) -> bool {
     (rs * 2) % 4096 == 0
 }
 
-/// A chunk's tasks: rows × panels, a dozen per thread (every chunk ends in a join, where the
+/// A chunk's tasks: rows × panels, two dozen per thread (every chunk ends in a join, where the
 /// threads wait for the last task).
 struct Split {
     micro_rows: usize,
@@ -247,7 +247,7 @@ impl<S: Source, D: Sink> Product<S, D> {
 
     fn split(&self, chunk: usize) -> Split {
         let (micro_rows, panels) = (self.m.div_ceil(MR), self.columns(chunk).1.div_ceil(NR));
-        let wanted = 12 * num_threads();
+        let wanted = 24 * num_threads();
         let row_parts = micro_rows.min(wanted);
         Split { micro_rows, panels, row_parts, panel_parts: (wanted / row_parts).clamp(1, panels) }
     }
