@@ -8,7 +8,7 @@
 //! block of 32 channels packed as `[reduction index][32]`, made by the thread that uses it.
 //! Every lane computes a real output.
 use super::conv_direct::Conv2d;
-use super::map::Ptr;
+use super::map::{prefetch, Ptr};
 use crate::parallel::for_range;
 
 const LANES: usize = 16;
@@ -211,11 +211,6 @@ impl Weights {
             }
         }
     }
-}
-
-fn prefetch(p: *const f32) {
-    #[cfg(target_arch = "x86_64")]
-    unsafe { std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0) };
 }
 
 /// The positions of one micro-kernel call: `rows` (1 or 2) output rows `row_step` apart in the

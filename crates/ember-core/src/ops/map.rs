@@ -34,6 +34,15 @@ pub(crate) fn lanes(n: usize) -> u16 {
     if n >= 16 { u16::MAX } else { (1u16 << n) - 1 }
 }
 
+/// Asks for the cache line at `p` (any address: a prefetch never faults).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    }
+}
+
 pub fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

@@ -11,7 +11,7 @@
 //! scratch), so each output is written once: whole tiles straight into a unit-stride
 //! destination, the rest through its strides. No AMX path (no AMX CPU to test it on).
 use super::{path, scalar, Half, Path};
-use crate::ops::map::Ptr;
+use crate::ops::map::{prefetch, Ptr};
 use crate::parallel::{for_each_with, for_range, num_threads};
 use half::bf16;
 
@@ -379,8 +379,8 @@ unsafe fn pack_b_rows<S: Source>(b: Mat<S>, c0: usize, cols: usize, k: usize, (q
             // Rows PREFETCH_PAIRS ahead: walking down B's rows misses in cache.
             let ahead = |r: usize| b.ptr.0.wrapping_offset((r + 2 * PREFETCH_PAIRS) as isize * b.rs + c0 as isize) as *const u8;
             for line in (0..cols * 2).step_by(64) {
-                kernel::prefetch(ahead(2 * q).add(line));
-                kernel::prefetch(ahead(2 * q + 1).add(line));
+                prefetch(ahead(2 * q).add(line));
+                prefetch(ahead(2 * q + 1).add(line));
             }
             (row(2 * q) as *const u16, row(2 * q + has_hi as usize) as *const u16)
         } else {

@@ -75,15 +75,6 @@ unsafe fn tile_kernel<const R: usize>(kp: usize, a: *const u16, lda: isize, b: *
     }
 }
 
-/// Asks for the cache line at `p` (any address: a prefetch never faults).
-#[inline(always)]
-pub fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    }
-}
-
 /// One packed k-pair row of a B panel: `out[j] = lo[j] | hi[j] << 16` for `j < width`, zero
 /// past `width`; `hi` read as zeros unless `has_hi` (the pair past an odd k).
 ///
