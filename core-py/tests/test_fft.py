@@ -64,6 +64,16 @@ def test_2d_variants_and_round_trips():
     close(ember.fft.ifft(ember.fft.fft(ember.from_numpy(z), norm="ortho"), norm="ortho"), z)
 
 
+@pytest.mark.parametrize("dtype,tol", [(np.complex64, 1e-4), (np.complex128, 1e-9)])
+def test_columns_wider_than_one_gathered_block(dtype, tol):
+    # 70 columns: whole blocks of 32 (complex64) or 16 (complex128) neighbours and a partial one,
+    # gathered from the input (dim 1 alone) and in place after the rows (both dims).
+    z = cplx(2, 9, 70, dtype=dtype)
+    close(ember.fft.fft(ember.from_numpy(z), dim=1), np.fft.fft(z, axis=1), tol)
+    close(ember.fft.ifft2(ember.from_numpy(z), norm="ortho"), np.fft.ifft2(z, norm="ortho"), tol)
+    close(ember.fft.fftn(ember.from_numpy(z)), np.fft.fftn(z), tol)
+
+
 def test_float32_and_dtypes():
     x = real(4, 33, dtype=np.float32)
     got = ember.fft.rfft(ember.from_numpy(x))

@@ -43,6 +43,16 @@ pub(crate) fn prefetch<T>(p: *const T) {
     }
 }
 
+/// Asks for the cache line at `p` ahead of a write (`prefetchw`): the line arrives owned, so the
+/// store does not wait for it.
+#[inline(always)]
+pub(crate) fn prefetch_for_write<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(p as *const i8)
+    }
+}
+
 pub fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
