@@ -75,6 +75,12 @@ def met(ok):
 # 1. matmul
 
 
+# Longer than the other library's threads spin after a call (OpenMP's KMP_BLOCKTIME is 200 ms),
+# and how long each library's untimed calls run before its timed one.
+IDLE_S = 0.3
+WARM_S = 0.05
+
+
 def matmul_section(libs):
     em, th = libs["ember"], libs["torch"]
     print(f"### 1. matmul (GFLOP/s, best of a few turns, the four in turn; {THREADS} threads)\n")
@@ -114,15 +120,22 @@ def matmul_section(libs):
                 return seconds
 
             results[key] = cell(probe)
-        # The affordable ones in turns, so a slow spell of a shared machine hits them alike; each
-        # timed call follows an untimed one, which meets the other library's idle threads (they
-        # spin a while after a call, in both libraries) and wakes this one's.
+        # The affordable ones in turns, so a slow spell of a shared machine hits them alike. Each
+        # starts once the other library's idle threads have stopped spinning (PyTorch's OpenMP
+        # workers spin 200 ms after a call: Ember's bf16 1024 product lost up to 30% to them),
+        # and its timed call follows untimed ones that wake its own threads and let the
+        # scheduler settle them on separate cores (after a pause, a rayon pool's first products
+        # ran at one core's speed for up to 30 ms).
         started = time.perf_counter()
         for turn in range(reps):
             if turn and time.perf_counter() - started > 2 * len(calls) * budget:
                 break
             for key, call in calls.items():
+                time.sleep(IDLE_S)
+                warm_until = time.perf_counter() + WARM_S
                 call()
+                while time.perf_counter() < warm_until:
+                    call()
                 t0 = time.perf_counter()
                 call()
                 results[key] = min(results[key], time.perf_counter() - t0)
