@@ -123,9 +123,8 @@ def matmul_section(libs):
         # The affordable ones in turns, so a slow spell of a shared machine hits them alike. Each
         # starts once the other library's idle threads have stopped spinning (PyTorch's OpenMP
         # workers spin 200 ms after a call: Ember's bf16 1024 product lost up to 30% to them),
-        # and its timed call follows untimed ones that wake its own threads and let the
-        # scheduler settle them on separate cores (after a pause, a rayon pool's first products
-        # ran at one core's speed for up to 30 ms).
+        # and its timed call follows untimed ones that wake its own threads (after a pause, the
+        # first products of either library often ran at one core's speed for up to 30 ms).
         started = time.perf_counter()
         for turn in range(reps):
             if turn and time.perf_counter() - started > 2 * len(calls) * budget:
