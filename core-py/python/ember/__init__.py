@@ -69,7 +69,7 @@ from ember import _tensor  # noqa: E402,F401  (adds the methods to Tensor)
 from ember import _functorch  # noqa: E402
 
 _functorch.install()  # BatchedTensor (vmap) takes the Tensor methods just added
-from ember import autograd, func, nn, optim, return_types, utils  # noqa: E402,F401
+from ember import autograd, backends, func, nn, optim, return_types, utils  # noqa: E402,F401
 from ember import safetensors, serialization  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
 from ember.autograd.grad_mode import (  # noqa: E402,F401
