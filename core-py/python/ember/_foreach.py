@@ -184,6 +184,14 @@ def _foreach_neg(self):
     return _unary_all("neg", self, False)
 
 
+def _foreach_abs_(self):
+    _unary_all("abs", self, True)
+
+
+def _foreach_abs(self):
+    return _unary_all("abs", self, False)
+
+
 def _foreach_zero_(self):
     for t in _check_list(self):
         t.zero_()

@@ -11,6 +11,14 @@ from ember.utils.hooks import add_hook
 __all__ = ["Optimizer", "required"]
 
 
+def _scalar_tensor(value):
+    """A 0-d tensor for per-parameter scalar state (step counts, NAdam's mu_product, ASGD's eta
+    and mu): float64 when that is the default dtype, else float32, as PyTorch keeps them (their
+    rounding is part of the trajectory)."""
+    dtype = _C.float64 if ember.get_default_dtype() == _C.float64 else _C.float32
+    return ember.tensor(value, dtype=dtype)
+
+
 class _RequiredParameter:
     """Marks a hyper-parameter with no default (every group must give it)."""
 
@@ -184,6 +192,8 @@ class Optimizer:
 def _cast_state(param, key, value):
     """A copy of a loaded state tensor (never an alias of the state dict's), cast to the
     parameter's float dtype; step counts keep theirs."""
+    if isinstance(value, (list, tuple)):  # LBFGS's history: fresh lists, never the state dict's
+        return type(value)(_cast_state(param, key, v) for v in value)
     if not isinstance(value, _C.Tensor):
         return value
     if key != "step" and param.is_floating_point() and value.is_floating_point() and value.dtype != param.dtype:
