@@ -6,11 +6,13 @@ import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
+from functools import partial
 
 from ember.optim.optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR",
-           "SequentialLR", "OneCycleLR", "ReduceLROnPlateau"]
+__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
+           "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau",
+           "CyclicLR", "CosineAnnealingWarmRestarts", "OneCycleLR"]
 
 
 def _lrs(optimizer):
@@ -76,21 +78,20 @@ class LRScheduler:
 _LRScheduler = LRScheduler
 
 
-class LambdaLR(LRScheduler):
-    """lr = base_lr · lr_lambda(epoch) (one function, or one per group)."""
+def _lr_lambdas(optimizer, lr_lambda):
+    """One function per group (a single one is shared by all)."""
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+    return list(lr_lambda)
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        super().__init__(optimizer, last_epoch)
+
+class _LambdaState:
+    """state_dict for schedulers driven by functions: functions and lambdas are left out,
+    callable objects keep their `__dict__`."""
 
     def state_dict(self):
-        """Functions and lambdas are left out; callable objects keep their `__dict__`."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
         state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy() for fn in self.lr_lambdas]
         return state
@@ -103,8 +104,34 @@ class LambdaLR(LRScheduler):
             if saved is not None:
                 fn.__dict__.update(saved)
 
+
+class LambdaLR(_LambdaState, LRScheduler):
+    """lr = base_lr · lr_lambda(epoch) (one function, or one per group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        self.optimizer = optimizer
+        self.lr_lambdas = _lr_lambdas(optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
     def get_lr(self):
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(_LambdaState, LRScheduler):
+    """Multiplies the lr by lr_lambda(epoch) at every step (one function, or one per group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        self.optimizer = optimizer
+        self.lr_lambdas = _lr_lambdas(optimizer, lr_lambda)
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, _lrs(self.optimizer))]
 
 
 class StepLR(LRScheduler):
@@ -203,19 +230,52 @@ class LinearLR(LRScheduler):
         return [base * (self.start_factor + (self.end_factor - self.start_factor) * progress) for base in self.base_lrs]
 
 
+class ConstantLR(LRScheduler):
+    """Scales the lr by `factor` for the first total_iters epochs, then restores it."""
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in _lrs(self.optimizer)]
+        if self.last_epoch != self.total_iters:
+            return _lrs(self.optimizer)
+        return [lr * (1.0 / self.factor) for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self):
+        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)) for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decays the lr as (1 - epoch / total_iters) ** power, reaching 0 at total_iters."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _lrs(self.optimizer)
+        # the ratio of this epoch's factor to the last one's, so it chains with other schedulers
+        decay = ((1.0 - self.last_epoch / self.total_iters) / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [lr * decay for lr in _lrs(self.optimizer)]
+
+    def _get_closed_form_lr(self):
+        return [base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+                for base in self.base_lrs]
+
+
 class SequentialLR(LRScheduler):
     """Runs `schedulers` one after the other, switching at each milestone epoch."""
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
         if len(schedulers) < 1:
             raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got no scheduler.")
-        for idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{type(self).__name__} at index {idx} should have `optimizer` as its attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(f"{type(self).__name__} does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs to be specified when calling `step`, but got one at index {idx} in the given schedulers sequence.")
-            if optimizer is not scheduler.optimizer:
-                raise ValueError(f"{type(self).__name__} expects all schedulers to belong to the same optimizer, but got scheduler {type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is different from {type(optimizer).__name__}.")
+        _check_schedulers(self, schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(f"Sequential Schedulers expects number of schedulers provided to be one more than the number of milestone points, but got number of schedulers {len(schedulers)} and the number of milestones to be equal to {len(milestones)}")
         self._schedulers, self._milestones = schedulers, milestones
@@ -251,10 +311,52 @@ class SequentialLR(LRScheduler):
             scheduler.load_state_dict(s)
 
 
+class ChainedScheduler(LRScheduler):
+    """Steps every scheduler in turn at each step, so their factors multiply."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be chained, but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_schedulers(self, schedulers, optimizer)
+        self._schedulers, self.optimizer = schedulers, optimizer
+        self._last_lr = _lrs(schedulers[-1].optimizer)
+
+    def step(self):
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = _lrs(self._schedulers[-1].optimizer)
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        saved = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for scheduler, s in zip(self._schedulers, saved):
+            scheduler.load_state_dict(s)
+
+
+def _check_schedulers(owner, schedulers, optimizer):
+    """SequentialLR's and ChainedScheduler's checks: schedulers of one optimizer, none a
+    ReduceLROnPlateau (its step needs a metric)."""
+    name = type(owner).__name__
+    for idx, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs to be specified when calling `step`, but got one at index {idx} in the given schedulers sequence.")
+        if optimizer is not scheduler.optimizer:
+            raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got scheduler {type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is different from {type(optimizer).__name__}.")
+
+
 def _per_group(name, optimizer, value):
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
-            raise ValueError(f"expected {len(optimizer.param_groups)} values for {name}, got {len(value)}")
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. {name} has {len(value)} values, param_groups has {len(optimizer.param_groups)}.")
         return list(value)
     return [value] * len(optimizer.param_groups)
 
@@ -428,3 +530,158 @@ class ReduceLROnPlateau(LRScheduler):
 
     def load_state_dict(self, state_dict):
         self.__dict__.update(state_dict)
+
+
+class CyclicLR(LRScheduler):
+    """Cycles the lr between base_lr and max_lr (up over step_size_up steps, down over
+    step_size_down), the amplitude scaled per cycle or per step by the mode's (or the given)
+    scale_fn; momentum (or beta1) cycles the other way."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
+                 gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
+                 max_momentum=0.9, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom, self.scale_mode = scale_fn, scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self._init_momentum(optimizer, base_momentum, max_momentum, last_epoch)
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_momentum(self, optimizer, base_momentum, max_momentum, last_epoch):
+        if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+            raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+        self.use_beta1 = "betas" in optimizer.defaults
+        self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+        self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+        if last_epoch == -1:
+            for m_max, m_base, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
+                self._set_momentum(group, m_max)
+                group["max_momentum"], group["base_momentum"] = m_max, m_base
+
+    def _set_momentum(self, group, value):
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def _init_scale_fn(self):
+        """The mode's scale function (and the scale mode it implies), unless one was given."""
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref, self.scale_mode = _constant_scale, "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref, self.scale_mode = _halving_scale, "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref, self.scale_mode = partial(_exponential_scale, self.gamma), "iterations"
+
+    def scale_fn(self, x):
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle  # the position within the cycle, in [0, 1)
+        scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base + (top - base) * scale_factor * scale for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, base, top in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                self._set_momentum(group, top - (top - base) * scale_factor * scale)
+        return lrs
+
+    def state_dict(self):
+        """Without the scale functions: a given one keeps only its `__dict__` (when it is a
+        callable object); the mode's is rebuilt on loading."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None if fn is None or isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+def _constant_scale(x):
+    return 1.0
+
+
+def _halving_scale(x):
+    return 1 / (2.0 ** (x - 1))
+
+
+def _exponential_scale(gamma, x):
+    return gamma**x
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from base_lr to eta_min over T_i epochs, then a restart at base_lr with
+    T_i multiplied by T_mult. `step(epoch)` takes fractional epochs (steps within an epoch)."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur %= self.T_i
+                self.T_i *= self.T_mult
+        else:
+            self._seek(epoch)
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = _lrs(self.optimizer)
+
+    def _seek(self, epoch):
+        """T_cur and T_i at an arbitrary (fractional) epoch: which restart period it falls in."""
+        if epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        if epoch < self.T_0:
+            self.T_i, self.T_cur = self.T_0, epoch
+        elif self.T_mult == 1:
+            self.T_cur = epoch % self.T_0
+        else:
+            # periods T_0, T_0·m, T_0·m², ...: the n-th starts at T_0 (m^n - 1) / (m - 1)
+            n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+            self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+            self.T_i = self.T_0 * self.T_mult**n
