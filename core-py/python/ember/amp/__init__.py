@@ -1,5 +1,7 @@
 """Automatic mixed precision (PyTorch's `torch.amp`): `autocast` runs the ops of its policy in a
-lower precision (bfloat16 by default on the CPU) or in float32. See `autocast_mode.py`."""
+lower precision (bfloat16 by default on the CPU) or in float32 (see `autocast_mode.py`);
+`GradScaler` scales the loss so low-precision gradients keep their small values."""
 from ember.amp.autocast_mode import autocast, is_autocast_available
+from ember.amp.grad_scaler import GradScaler
 
-__all__ = ["autocast", "is_autocast_available"]
+__all__ = ["autocast", "is_autocast_available", "GradScaler"]
