@@ -49,8 +49,10 @@ class ASGD(Optimizer):
         self._average(params, states)
         for state, step in zip(states, steps):
             n = step.item()
-            state["eta"].fill_(lr / ((1 + lambd * lr * n) ** alpha))
-            state["mu"].fill_(1 / max(1, n - group["t0"]))
+            # through a default-dtype tensor, as PyTorch: rounded so even where a loaded state
+            # dict made eta and mu float64
+            state["eta"].copy_(ember.tensor(lr / ((1 + lambd * lr * n) ** alpha)))
+            state["mu"].copy_(ember.tensor(1 / max(1, n - group["t0"])))
 
     @staticmethod
     def _average(params, states):
