@@ -329,3 +329,22 @@ def test_cpu_amp_grad_scaler_is_deprecated_spelling():
         scaler = ember.cpu.amp.GradScaler(init_scale=32.0)
     assert isinstance(scaler, ember.amp.GradScaler) and scaler.is_enabled() and scaler.get_scale() == 32.0
     assert scaler._device == "cpu" and not math.isnan(scaler.get_scale())
+
+
+def test_lbfgs_runs_the_step_hooks():
+    params = cases.make_params(ember)
+    opt = optim.LBFGS(params, max_iter=2)
+    calls = []
+    opt.register_step_pre_hook(lambda o, args, kwargs: calls.append("pre"))
+    opt.register_step_post_hook(lambda o, args, kwargs: calls.append("post"))
+
+    def closure():
+        opt.zero_grad()
+        loss = cases.loss_fn(ember, params)
+        loss.backward()
+        return loss
+
+    first = opt.step(closure)
+    assert calls == ["pre", "post"] and first.item() == pytest.approx(cases.loss_fn(ember, cases.make_params(ember)).item())
+    # max_eval defaults to max_iter * 5 // 4 = 2 evaluations: spent after the first iteration
+    assert opt.state_dict()["state"][0]["func_evals"] == 2 and opt.state_dict()["state"][0]["n_iter"] == 1

@@ -54,8 +54,13 @@ class LBFGS(Optimizer):
         return loss, flat_grad
 
     def step(self, closure):
+        """Up to max_iter iterations, each evaluating `closure` (required: it re-computes the
+        loss and gradients) one or more times; returns the first loss."""
+        self._call_step_pre_hooks()
         with ember.no_grad():
-            return self._step(closure)
+            loss = self._step(closure)
+        self._call_step_post_hooks()
+        return loss
 
     def _step(self, closure):
         group = self.param_groups[0]

@@ -111,10 +111,7 @@ class Optimizer:
     def _run_step(self, closure, update):
         """Runs `closure` (with grad) for the loss, then `update(group)` for every group under
         no_grad, between the step hooks."""
-        for hook in list(self._optimizer_step_pre_hooks.values()):
-            result = hook(self, (), {})
-            if result is not None:
-                raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+        self._call_step_pre_hooks()
         loss = None
         if closure is not None:
             with ember.enable_grad():
@@ -122,9 +119,18 @@ class Optimizer:
         with ember.no_grad():
             for group in self.param_groups:
                 update(group)
+        self._call_step_post_hooks()
+        return loss
+
+    def _call_step_pre_hooks(self):
+        for hook in list(self._optimizer_step_pre_hooks.values()):
+            result = hook(self, (), {})
+            if result is not None:
+                raise RuntimeError(f"{hook} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+
+    def _call_step_post_hooks(self):
         for hook in list(self._optimizer_step_post_hooks.values()):
             hook(self, (), {})
-        return loss
 
     def _update_group(self, group):
         """One group's update over its parameters that have a gradient: all of them at once
