@@ -96,27 +96,33 @@ class LBFGS(Optimizer):
             gtd = flat_grad.dot(d)
             if gtd > -tolerance_change:  # not a descent direction
                 break
-            if group["line_search_fn"] is not None:
-                if group["line_search_fn"] != "strong_wolfe":
-                    raise RuntimeError("only 'strong_wolfe' is supported")
-                x_init = [p.clone() for p in self._params]
-                loss, flat_grad, t, evals = _strong_wolfe(
-                    lambda x, step, direction: self._directional_evaluate(closure, x, step, direction),
-                    x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals)
-                self._add_grad(t, d)
-            else:
-                self._add_grad(t, d)
-                evals = 0
-                if n_iter != max_iter:  # the last iteration's loss is left to the next call
-                    loss, flat_grad = self._loss(closure)
-                    evals = 1
+            last = n_iter == max_iter
+            loss, flat_grad, t, evals = self._move(closure, group, d, t, loss, flat_grad, gtd, max_eval - current_evals, last)
             current_evals += evals
             state["func_evals"] += evals
-            if (n_iter == max_iter or current_evals >= max_eval or flat_grad.abs().max() <= tolerance_grad
+            if (last or current_evals >= max_eval or flat_grad.abs().max() <= tolerance_grad
                     or d.mul(t).abs().max() <= tolerance_change or abs(loss - prev_loss) < tolerance_change):
                 break
         state.update(d=d, t=t, prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
         return orig_loss
+
+    def _move(self, closure, group, d, t, loss, flat_grad, gtd, evals_left, last):
+        """Steps the parameters along d, by t or by the strong-Wolfe line search's step; returns
+        the loss and flat gradient there, the step and the closure evaluations spent. Without a
+        line search the last iteration's point is not evaluated (the next call starts with it)."""
+        if group["line_search_fn"] is None:
+            self._add_grad(t, d)
+            if last:
+                return loss, flat_grad, t, 0
+            return *self._loss(closure), t, 1
+        if group["line_search_fn"] != "strong_wolfe":
+            raise RuntimeError("only 'strong_wolfe' is supported")
+        x_init = [p.clone() for p in self._params]
+        loss, flat_grad, t, evals = _strong_wolfe(
+            lambda x, step, direction: self._directional_evaluate(closure, x, step, direction),
+            x_init, t, d, loss, flat_grad, gtd, max_ls=evals_left)
+        self._add_grad(t, d)
+        return loss, flat_grad, t, evals
 
     @staticmethod
     def _remember(state, y, s, history_size):
