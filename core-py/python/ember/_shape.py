@@ -1,4 +1,5 @@
 """Functional forms of the view ops (all views: no data is copied)."""
+import math
 import numbers
 
 from ember import _C
@@ -71,9 +72,21 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def unflatten(input, dim, sizes):
+    """Splits dim `dim` into `sizes` (one of which may be -1, inferred)."""
+    _check(input, "unflatten")
+    if not isinstance(dim, numbers.Integral):
+        raise TypeError(f"unflatten(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
     d = _wrap(dim, input.ndim)
-    shape = list(input.shape)
-    return input.reshape(shape[:d] + list(sizes) + shape[d + 1:])
+    sizes, shape = [int(s) for s in sizes], list(input.shape)
+    if len(sizes) == 0:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in sizes if s != -1)
+    fits = shape[d] % known == 0 if -1 in sizes and known else known == shape[d]
+    if not fits:
+        raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {dim} ({shape[d]}) in the input tensor")
+    return input.reshape(shape[:d] + sizes + shape[d + 1:])
 
 
 def movedim(input, source, destination):

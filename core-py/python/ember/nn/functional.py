@@ -371,7 +371,21 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return _dropout(input, p, training, inplace, _channel_mask_shape(input))
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input; other ranks are taken
+    as unbatched with a deprecation warning, as PyTorch does."""
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result in an error in a future release. To retain the behavior and silence this warning, please use dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    if input.ndim == 5:
+        return _dropout(input, p, training, inplace, _channel_mask_shape(input))
+    batched = input.unsqueeze(0)  # a view, so in-place dropout still writes into `input`
+    return _dropout(batched, p, training, inplace, _channel_mask_shape(batched)).squeeze(0)
+
+
+_SELU_ALPHA = 1.7580993408473766  # -SELU's negative saturation value divided by its scale
+
+
+def _alpha_dropout(input, p, training, inplace, mask_shape):
     """Dropout that keeps SELU's zero mean and unit variance: dropped elements take SELU's
     negative saturation value, then an affine map restores the moments."""
     _check_p(p)
@@ -379,10 +393,20 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
         return input
     if p == 1.0:
         return _apply(input, input * 0, inplace)
-    alpha = 1.7580993408473766
-    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    keep = _keep_mask(input.shape, p, input.dtype)
-    return _apply(input, input * keep * a + (keep - 1) * (alpha * a) + alpha * a * p, inplace)
+    a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
+    keep = _keep_mask(mask_shape, p, input.dtype)
+    return _apply(input, input * keep * a + (keep - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p, inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, inplace, input.shape)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1) of an input with at least 2 dims."""
+    if training and 0.0 < p and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return _alpha_dropout(input, p, training, inplace, _channel_mask_shape(input) if input.ndim >= 2 else ())
 
 
 # ---- losses ----

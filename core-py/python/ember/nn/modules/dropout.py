@@ -1,8 +1,8 @@
-"""Dropout, Dropout1d, Dropout2d and AlphaDropout: active in training mode only."""
+"""Dropout, Dropout1d/2d/3d, AlphaDropout and FeatureAlphaDropout: active in training mode only."""
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -33,5 +33,13 @@ class Dropout2d(_DropoutNd):
     _functional = staticmethod(F.dropout2d)
 
 
+class Dropout3d(_DropoutNd):
+    _functional = staticmethod(F.dropout3d)
+
+
 class AlphaDropout(_DropoutNd):
     _functional = staticmethod(F.alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    _functional = staticmethod(F.feature_alpha_dropout)

@@ -101,23 +101,24 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
-    """Splits dim `dim` into `unflattened_size`."""
+    """Splits dim `dim` into `unflattened_size`. PyTorch 2.15 dropped named tensors, so a
+    named (str) dim is accepted here but refused by forward, as there."""
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
-        if isinstance(dim, int):
-            if not isinstance(unflattened_size, (tuple, list)) or not all(isinstance(s, int) for s in unflattened_size):
-                raise TypeError(f"unflattened_size must be tuple of ints, but found type {type(unflattened_size).__name__}")
-        elif isinstance(dim, str):
-            raise NotImplementedError("Unflatten with a named dim needs named tensors, which Ember does not have")
-        else:
-            raise TypeError("invalid argument type for dim parameter")
+        _require_tuple_of_ints(unflattened_size)
         self.dim, self.unflattened_size = dim, unflattened_size
 
     def forward(self, input):
-        dim = self.dim + input.ndim if self.dim < 0 else self.dim
-        shape = tuple(input.shape)
-        return input.reshape(shape[:dim] + tuple(self.unflattened_size) + shape[dim + 1:])
+        return input.unflatten(self.dim, self.unflattened_size)
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+def _require_tuple_of_ints(sizes):
+    if not isinstance(sizes, (tuple, list)):
+        raise TypeError(f"unflattened_size must be a tuple of ints, but found type {type(sizes).__name__}")
+    for pos, size in enumerate(sizes):
+        if not isinstance(size, int):
+            raise TypeError(f"unflattened_size must be tuple of ints, but found element of type {type(size).__name__} at pos {pos}")

@@ -1,9 +1,10 @@
-"""TransformerEncoderLayer/Encoder and TransformerDecoderLayer/Decoder (post-norm by default,
-pre-norm with `norm_first`), with PyTorch's submodule names."""
+"""Transformer, TransformerEncoderLayer/Encoder and TransformerDecoderLayer/Decoder (post-norm
+by default, pre-norm with `norm_first`), with PyTorch's submodule names."""
 import copy
 
 import ember
 from ember.nn import functional as F
+from ember.nn import init
 from ember.nn.modules.attention import MultiheadAttention
 from ember.nn.modules.container import ModuleList
 from ember.nn.modules.dropout import Dropout
@@ -11,7 +12,7 @@ from ember.nn.modules.linear import Linear
 from ember.nn.modules.module import Module
 from ember.nn.modules.normalization import LayerNorm
 
-__all__ = ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder"]
+__all__ = ["Transformer", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder"]
 
 
 def _activation(activation):
@@ -28,10 +29,11 @@ def _clones(module, n):
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
-def _generate_square_subsequent_mask(size, dtype=None):
+def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """Float mask with -inf above the diagonal: position i may attend to 0..i."""
-    upper = ember.ones(size, size, dtype=ember.bool).triu(1)
-    return ember.zeros(size, size, dtype=dtype or ember.float32).masked_fill(upper, float("-inf"))
+    ember._device.check_cpu(device)
+    upper = ember.ones(sz, sz, dtype=ember.bool).triu(1)
+    return ember.zeros(sz, sz, dtype=dtype or ember.float32).masked_fill(upper, float("-inf"))
 
 
 class TransformerEncoderLayer(Module):
@@ -138,5 +140,55 @@ class TransformerDecoder(Module):
                         tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
                         tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
         return out if self.norm is None else self.norm(out)
+
+    generate_square_subsequent_mask = staticmethod(_generate_square_subsequent_mask)
+
+
+class Transformer(Module):
+    """Encoder-decoder model of "Attention Is All You Need": `num_encoder_layers` encoder
+    layers and `num_decoder_layers` decoder layers, each stack closed by a LayerNorm (or the
+    given `custom_encoder`/`custom_decoder`); matrices start Xavier-uniform."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        ember._device.check_cpu(device)
+        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias)
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(*layer_args, dtype=dtype)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(*layer_args, dtype=dtype)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        self._check_shapes(src, tgt)
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    def _check_shapes(self, src, tgt):
+        batch_dim = 0 if self.batch_first else 1
+        if src.ndim == 3 and src.shape[batch_dim] != tgt.shape[batch_dim]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
 
     generate_square_subsequent_mask = staticmethod(_generate_square_subsequent_mask)
