@@ -35,6 +35,66 @@ def _rebuild_parameter(data, requires_grad):
     return Parameter(data, requires_grad)
 
 
+class _UninitializedTensorMixin:
+    """A placeholder whose shape is not known yet: it holds an empty tensor (keeping dtype
+    conversions applied to it) until `materialize` gives it a shape and turns it into its
+    `cls_to_become`. Ember cannot intercept every op on it as PyTorch's `__torch_function__`
+    does, so only `shape` and `share_memory_` refuse."""
+
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        ember._device.check_cpu(device)
+        self.data = ember.empty(tuple(shape), dtype=dtype if dtype is not None else self.dtype)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This error usually happens in `load_state_dict` when trying to load an uninitialized parameter into an initialized one. Call `forward` to initialize the parameters before accessing their attributes.")
+
+    def share_memory_(self):
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to initialize the parameters before calling `module.share_memory()`.")
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, protocol):
+        return (type(self), (self.requires_grad,))
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, dtype=self.dtype)
+        return memo[id(self)]
+
+
 def is_lazy(param):
-    """Ember has no lazy (uninitialized) parameters."""
-    return False
+    """Whether `param` is an UninitializedParameter or UninitializedBuffer."""
+    return isinstance(param, _UninitializedTensorMixin)
+
+
+class UninitializedParameter(_UninitializedTensorMixin, Parameter):
+    """A Parameter whose shape a lazy module fills in on its first forward."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        ember._device.check_cpu(device)
+        return super().__new__(cls, ember.empty(0, dtype=dtype), requires_grad)
+
+
+class _MaterializedBuffer(_C.Tensor):
+    """What a materialized UninitializedBuffer becomes: Ember's Tensor type cannot be assigned
+    as `__class__` to a Python subclass instance, so the lazy module that owns the buffer
+    swaps it for a plain tensor sharing its memory (`LazyModuleMixin`)."""
+
+
+class UninitializedBuffer(_UninitializedTensorMixin, _C.Tensor):
+    """A buffer whose shape a lazy module fills in on its first forward."""
+
+    cls_to_become = _MaterializedBuffer
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        ember._device.check_cpu(device)
+        return super().__new__(cls, ember.empty(0, dtype=dtype), requires_grad)

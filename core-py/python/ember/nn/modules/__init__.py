@@ -4,6 +4,7 @@ from ember.nn.modules.attention import MultiheadAttention  # noqa: F401
 from ember.nn.modules.container import *  # noqa: F401,F403
 from ember.nn.modules.conv import *  # noqa: F401,F403
 from ember.nn.modules.dropout import *  # noqa: F401,F403
+from ember.nn.modules.lazy import LazyModuleMixin  # noqa: F401
 from ember.nn.modules.linear import *  # noqa: F401,F403
 from ember.nn.modules.loss import *  # noqa: F401,F403
 from ember.nn.modules.module import Module  # noqa: F401

@@ -1,13 +1,16 @@
-"""Conv1d/2d/3d and ConvTranspose1d/2d/3d with PyTorch's parameters, defaults and checks."""
+"""Conv1d/2d/3d and ConvTranspose1d/2d/3d with PyTorch's parameters, defaults and checks, and
+their lazy forms (LazyConv*, LazyConvTranspose*: `in_channels` from the first input)."""
 import math
 
 import ember
 from ember.nn import functional as F
 from ember.nn import init
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
-from ember.nn.parameter import Parameter
+from ember.nn.parameter import Parameter, UninitializedParameter
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d",
+           "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -183,3 +186,78 @@ class ConvTranspose2d(_ConvTranspose):
 class ConvTranspose3d(_ConvTranspose):
     _dims = 3
     _functional = staticmethod(F.conv_transpose3d)
+
+
+class _LazyConvMixin(LazyModuleMixin):
+    """Built with 0 channels and uninitialized weight and bias; the first input gives
+    `in_channels` (dim 1 when batched, dim 0 when not)."""
+
+    def _make_lazy(self, out_channels, bias, dtype):
+        self.weight = UninitializedParameter(dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(dtype=dtype)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def _get_in_channels(self, input):
+        unbatched = self._dims + 1
+        if input.ndim not in (unbatched, unbatched + 1):
+            raise RuntimeError(f"Expected {unbatched}D (unbatched) or {unbatched + 1}D (batched) input to {type(self).__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.ndim == unbatched + 1 else input.shape[0]
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if not self.has_uninitialized_params():
+            return
+        self.in_channels = self._get_in_channels(input)
+        if self.in_channels % self.groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if self.transposed:
+            shape = (self.in_channels, self.out_channels // self.groups)
+        else:
+            shape = (self.out_channels, self.in_channels // self.groups)
+        self.weight.materialize(shape + self.kernel_size)
+        if self.bias is not None:
+            self.bias.materialize((self.out_channels,))
+        self.reset_parameters()
+
+
+class _LazyConv(_LazyConvMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
+        self._make_lazy(out_channels, bias, dtype)
+
+
+class _LazyConvTranspose(_LazyConvMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
+                         device, dtype)
+        self._make_lazy(out_channels, bias, dtype)
+
+
+class LazyConv1d(_LazyConv, Conv1d):
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConv, Conv2d):
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConv, Conv3d):
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d

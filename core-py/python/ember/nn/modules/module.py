@@ -696,7 +696,8 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        for hook_id, hook in self._forward_pre_hooks.items():
+        # A snapshot: a hook may remove itself (a lazy module's initializer does).
+        for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:

@@ -1,15 +1,18 @@
-"""BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d, LayerNorm, GroupNorm and LocalResponseNorm."""
+"""BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d (and their lazy forms), LayerNorm, GroupNorm and
+LocalResponseNorm."""
 import numbers
 import warnings
 
 import ember
 from ember.nn import functional as F
 from ember.nn import init
+from ember.nn.modules.lazy import LazyModuleMixin
 from ember.nn.modules.module import Module
-from ember.nn.parameter import Parameter
+from ember.nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
-           "LayerNorm", "GroupNorm", "LocalResponseNorm"]
+           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+           "LazyInstanceNorm3d", "LayerNorm", "GroupNorm", "LocalResponseNorm"]
 
 
 class _NormBase(Module):
@@ -131,6 +134,66 @@ class InstanceNorm2d(_InstanceNorm):
 
 class InstanceNorm3d(_InstanceNorm):
     _batched_dims = 5
+
+
+class _LazyNormBase(LazyModuleMixin):
+    """Built with 0 features and uninitialized affine parameters and running statistics;
+    `num_features` is dim 1 of the first input (for unbatched instance-norm input too, as
+    in PyTorch)."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
+        super().__init__(0, eps, momentum, False, False, device, dtype)
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(dtype=dtype)
+            self.bias = UninitializedParameter(dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(dtype=dtype)
+            self.running_var = UninitializedBuffer(dtype=dtype)
+            self.num_batches_tracked = ember.tensor(0, dtype=ember.int64)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        if not self.has_uninitialized_params():
+            return
+        self.num_features = input.shape[1]
+        entries = (["weight", "bias"] if self.affine else []) + (["running_mean", "running_var"] if self.track_running_stats else [])
+        for name in entries:
+            getattr(self, name).materialize((self.num_features,))
+        self._adopt_materialized_buffers()
+        self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
+    cls_to_become = BatchNorm3d
+
+
+class _LazyInstanceNorm(_LazyNormBase):
+    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None, dtype=None):
+        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
+    cls_to_become = InstanceNorm3d
 
 
 class LayerNorm(Module):
