@@ -482,14 +482,16 @@ class Module:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
         metadata = getattr(destination, "_metadata", None)
+        # The hooks get the very dict stored in `_metadata`, so what they record is saved.
+        local_metadata = {"version": self._version}
         if metadata is not None:
-            metadata[prefix[:-1]] = {"version": self._version}
+            metadata[prefix[:-1]] = local_metadata
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            result = hook(self, destination, prefix, {"version": self._version})
+            result = hook(self, destination, prefix, local_metadata)
             if result is not None:
                 destination = result
         return destination
