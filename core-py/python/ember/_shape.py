@@ -81,7 +81,7 @@ def unflatten(input, dim, sizes):
     if len(sizes) == 0:
         raise RuntimeError("unflatten: sizes must be non-empty")
     if sizes.count(-1) > 1:
-        raise RuntimeError("only one dimension can be inferred")
+        raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be inferred")
     known = math.prod(s for s in sizes if s != -1)
     fits = shape[d] % known == 0 if -1 in sizes and known else known == shape[d]
     if not fits:

@@ -1,6 +1,7 @@
 """`ember.utils.hooks`: the handle that module hooks return (`handle.remove()`, or use it as a
 context manager). Tensor hooks return the native handle of the same name from `ember._C`."""
 import weakref
+from collections import OrderedDict
 
 
 class RemovableHandle:
@@ -21,6 +22,18 @@ class RemovableHandle:
             d = ref()
             if d is not None and self.id in d:
                 del d[self.id]
+
+    def __getstate__(self):
+        # The dicts themselves, so a copied or unpickled module's handle removes its own hooks.
+        return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
+
+    def __setstate__(self, state):
+        hooks_dict, self.id, extras = state
+        if hooks_dict is None:  # its module was gone when saved: nothing left to remove
+            hooks_dict = self._orphan_hooks = OrderedDict()
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extras if d is not None)
+        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
 
     def __enter__(self):
         return self

@@ -43,6 +43,16 @@ class LazyModuleMixin:
             return  # both still uninitialized: nothing to copy
         super()._load_one(name, key, param, value, assign, error_msgs)
 
+    def _apply(self, fn, recurse=True):
+        # Module._apply replaces buffers by fn's results, which would lose the placeholders:
+        # they take the converted data (a dtype change, say) and stay.
+        placeholders = {name: buf for name, buf in self._buffers.items() if is_lazy(buf)}
+        super()._apply(fn, recurse)
+        for name, buf in placeholders.items():
+            buf.data = self._buffers[name]
+            self._buffers[name] = buf
+        return self
+
     def _adopt_materialized_buffers(self):
         for name, buf in self._buffers.items():
             if type(buf) is _MaterializedBuffer:

@@ -138,8 +138,9 @@ class InstanceNorm3d(_InstanceNorm):
 
 class _LazyNormBase(LazyModuleMixin):
     """Built with 0 features and uninitialized affine parameters and running statistics;
-    `num_features` is dim 1 of the first input (for unbatched instance-norm input too, as
-    in PyTorch)."""
+    `num_features` is dim 1 of the first input. As in PyTorch, the lazy instance norms share
+    batch norm's defaults (affine, tracking running statistics) and take dim 1 of unbatched
+    input too."""
 
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
         super().__init__(0, eps, momentum, False, False, device, dtype)
@@ -179,20 +180,15 @@ class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
     cls_to_become = BatchNorm3d
 
 
-class _LazyInstanceNorm(_LazyNormBase):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None, dtype=None):
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
-
-
-class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
+class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
     cls_to_become = InstanceNorm1d
 
 
-class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
+class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
     cls_to_become = InstanceNorm2d
 
 
-class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
+class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
     cls_to_become = InstanceNorm3d
 
 
