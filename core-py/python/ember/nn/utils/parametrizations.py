@@ -268,7 +268,7 @@ class _SpectralNorm(Module):
             self._power_method(weight_mat, self.n_power_iterations)
         # Copies, so later in-place power steps do not disturb this step's backward.
         u, v = self._u.clone(), self._v.clone()
-        sigma = ember.dot(u, ember.mv(weight_mat, v))
+        sigma = ember.dot(u.conj(), ember.mv(weight_mat, v))  # uᴴ W v (vdot) for complex weights too
         return weight / sigma
 
     def right_inverse(self, value):
