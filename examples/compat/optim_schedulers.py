@@ -31,24 +31,39 @@ def epoch(model, optimizer, scheduler=None, per_step=False):
         return loss_fn(model(X), y).item()
 
 
-def setups(model):
-    params = model.parameters
-    sgd = torch.optim.SGD(params(), lr=0.05, momentum=0.9, nesterov=True)
-    yield "SGD + OneCycleLR (per step)", sgd, lr_scheduler.OneCycleLR(sgd, max_lr=0.1, total_steps=8 * 20), True
-    adamw = torch.optim.AdamW(params(), lr=1e-2, weight_decay=1e-2)
-    yield "AdamW + CosineAnnealingLR", adamw, lr_scheduler.CosineAnnealingLR(adamw, T_max=20), False
-    adam = torch.optim.Adam(params(), lr=1e-2)
+def sgd_one_cycle(params):
+    sgd = torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True)
+    return sgd, lr_scheduler.OneCycleLR(sgd, max_lr=0.1, total_steps=EPOCHS * 8), True
+
+
+def adamw_cosine(params):
+    adamw = torch.optim.AdamW(params, lr=1e-2, weight_decay=1e-2)
+    return adamw, lr_scheduler.CosineAnnealingLR(adamw, T_max=EPOCHS), False
+
+
+def adam_warmup_decay(params):
+    adam = torch.optim.Adam(params, lr=1e-2)
     warmup = lr_scheduler.LinearLR(adam, start_factor=0.1, total_iters=3)
     decay = lr_scheduler.ExponentialLR(adam, gamma=0.9)
-    yield "Adam + SequentialLR(warm-up, decay)", adam, lr_scheduler.SequentialLR(adam, [warmup, decay], milestones=[3]), False
-    rms = torch.optim.RMSprop(params(), lr=1e-2)
-    yield "RMSprop + ReduceLROnPlateau", rms, lr_scheduler.ReduceLROnPlateau(rms, factor=0.5, patience=1), False
+    return adam, lr_scheduler.SequentialLR(adam, [warmup, decay], milestones=[3]), False
 
 
-for name in ["SGD", "AdamW", "Adam", "RMSprop"]:
+def rmsprop_plateau(params):
+    rms = torch.optim.RMSprop(params, lr=1e-2)
+    return rms, lr_scheduler.ReduceLROnPlateau(rms, factor=0.5, patience=1), False
+
+
+EPOCHS = 20
+SETUPS = {
+    "SGD + OneCycleLR (per step)": sgd_one_cycle,
+    "AdamW + CosineAnnealingLR": adamw_cosine,
+    "Adam + SequentialLR(warm-up, decay)": adam_warmup_decay,
+    "RMSprop + ReduceLROnPlateau": rmsprop_plateau,
+}
+for label, setup in SETUPS.items():
     model = make_model()
-    label, optimizer, scheduler, per_step = next(s for s in setups(model) if s[0].startswith(name + " "))
-    for _ in range(20):
+    optimizer, scheduler, per_step = setup(model.parameters())
+    for _ in range(EPOCHS):
         loss = epoch(model, optimizer, scheduler, per_step)
         if isinstance(scheduler, lr_scheduler.ReduceLROnPlateau):
             scheduler.step(loss)

@@ -10,9 +10,12 @@ USAGE = "usage: python -m ember.compat (script.py | -m module) [args ...]"
 
 
 def main(argv):
-    if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
-        print(USAGE, file=sys.stderr if not argv or argv[0] == "-m" else sys.stdout)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if not argv or argv == ["-m"]:
+        print(USAGE, file=sys.stderr)
+        return 2
     ember.compat.install()
     if argv[0] == "-m":
         # run_module sets sys.argv[0] to the module's file, as `python -m module` does.

@@ -14,7 +14,8 @@ def _pickle_name(entry):
     """(the name a pickle uses for the entry, the object)."""
     if isinstance(entry, tuple):
         if len(entry) != 2:
-            raise ValueError(f"Expected tuple of length 2 (global, str of callable full path), but got tuple of length: {len(entry)}")
+            raise ValueError("Expected tuple of length 2 (global, str of callable full path), "
+                             f"but got tuple of length: {len(entry)}")
         obj, name = entry
         if type(name) is not str:
             raise TypeError(f"Expected second item in tuple to be str of callable full path, but got: {type(name)}")
