@@ -26,13 +26,25 @@ def shim():
     ember.compat.uninstall()
 
 
-def fake_torch(tmp_path):
-    """A package named torch on the path: the PyTorch a user may have installed."""
+@pytest.fixture
+def real_torch_on_path(tmp_path, monkeypatch):
+    """A package named torch on the path, standing for an installed PyTorch; the test's imports
+    of it are forgotten afterwards, so later tests do not meet it."""
     package = tmp_path / "torch"
     (package / "nn").mkdir(parents=True)
     (package / "__init__.py").write_text("REAL = True\n")
     (package / "nn" / "__init__.py").write_text("REAL = True\n")
-    return str(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = forget_torch()
+    yield
+    ember.compat.uninstall()
+    forget_torch()
+    sys.modules.update(before)
+
+
+def forget_torch():
+    """Takes the loaded torch modules out of sys.modules, and returns them."""
+    return {name: sys.modules.pop(name) for name in list(sys.modules) if name.partition(".")[0] == "torch"}
 
 
 @pytest.mark.parametrize("torch_name, ember_module", [
@@ -90,8 +102,7 @@ def test_missing_attribute_names_the_torch_name(shim):
         from torch.nn import NoSuchLayer  # noqa: F401
 
 
-def test_uninstall_restores_a_real_torch(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(fake_torch(tmp_path))
+def test_uninstall_restores_a_real_torch(real_torch_on_path):
     import torch as real
     import torch.nn  # noqa: F401
 
@@ -107,12 +118,9 @@ def test_uninstall_restores_a_real_torch(tmp_path, monkeypatch):
     assert torch is real and sys.modules["torch.nn"].REAL
     # Nothing the shim set on Ember's modules outlives it.
     assert "data" not in vars(ember.utils) and "__getattr__" not in vars(ember) and "__getattr__" not in vars(ember.nn)
-    for name in ("torch", "torch.nn"):
-        del sys.modules[name]
 
 
-def test_install_takes_precedence_over_a_real_torch_on_the_path(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(fake_torch(tmp_path))
+def test_install_takes_precedence_over_a_real_torch_on_the_path(real_torch_on_path):
     ember.compat.install()
     ember.compat.install()  # idempotent
     try:
@@ -120,7 +128,6 @@ def test_install_takes_precedence_over_a_real_torch_on_the_path(tmp_path, monkey
     finally:
         ember.compat.uninstall()
     assert importlib.import_module("torch").REAL
-    del sys.modules["torch"]
     assert not ember.compat.is_installed()
 
 
