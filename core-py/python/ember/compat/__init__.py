@@ -184,7 +184,10 @@ def _called_by_from_import():
     an AttributeError into its own "cannot import name 'name' from 'ember.x'", which names no
     torch name; any other exception passes through. Everywhere else (hasattr, getattr with a
     default) only an AttributeError will do."""
-    caller = sys._getframe(2)  # 0: this function, 1: the module __getattr__
+    try:
+        caller = sys._getframe(2)  # 0: this function, 1: the module __getattr__
+    except ValueError:  # looked up from C with no Python code below
+        return False
     return caller.f_code.co_code[caller.f_lasti] == _IMPORT_FROM
 
 
