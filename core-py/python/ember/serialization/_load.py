@@ -1,10 +1,12 @@
 """`ember.load`: PyTorch checkpoints (zip and legacy formats) without PyTorch.
 
 The pickle is read by an `Unpickler` whose `find_class` hands out only the names in
-`_rebuild.ALLOWED` and refuses every other global, naming it, unless the caller passed
-`weights_only=False` (PyTorch's opt-in for trusted files). Storages are read straight into fresh
+`_rebuild.ALLOWED` and those the caller allowed with `add_safe_globals`, and refuses every other
+global, naming it and saying how to allow it, unless the caller passed `weights_only=False`
+(PyTorch's opt-in for trusted files). Storages are read straight into fresh
 64-byte aligned Ember memory (or mapped copy-on-write with `mmap=True`): no intermediate copy.
 """
+import collections
 import io
 import mmap as _mmap
 import os
@@ -17,8 +19,9 @@ import zlib
 import numpy as np
 
 import ember
+from ember import _C
 from ember._device import check_cpu
-from ember.serialization import _rebuild
+from ember.serialization import _rebuild, _safe_globals
 from ember.serialization._rebuild import Storage, StorageType
 from ember.serialization._save import LEGACY_PROTOCOL_VERSION, MAGIC_NUMBER
 
@@ -27,10 +30,13 @@ _MAX_INFLATE = 1032  # deflate's largest expansion: a record's size claim is che
 _INFLATE_CHUNK = 16 << 20  # a compressed record is inflated this much at a time (a staging copy)
 
 
-class _Unpickler(pickle.Unpickler):
+class _Rules:
+    """What both unpicklers share: the allow-list and storage persistent ids."""
+
     def __init__(self, file, source, persistent_load, weights_only, **kwargs):
         super().__init__(file, **kwargs)
         self._source, self._persistent_load, self._weights_only = source, persistent_load, weights_only
+        self._user_globals = _safe_globals.by_pickle_name() if weights_only else {}
 
     def find_class(self, module, name):
         if module == "__builtin__":  # protocol-2 pickles use Python 2's name (`set`, `frozenset`)
@@ -38,18 +44,58 @@ class _Unpickler(pickle.Unpickler):
         found = _rebuild.ALLOWED.get((module, name))
         if found is not None:
             return found
+        found = self._user_globals.get(f"{module}.{name}")
+        if found is not None:
+            return found
         if not self._weights_only:
             return super().find_class(module, name)
+        shown = name if module == "builtins" else f"{module}.{name}"  # as the caller would write it
         raise pickle.UnpicklingError(
             f"Weights only load failed for {self._source}: unsupported global GLOBAL {module}.{name}. "
-            "ember.load rebuilds only tensors, storages, dtypes, sizes and plain containers; pass "
-            "weights_only=False only if you trust the source of this file."
+            "ember.load rebuilds only tensors, storages, dtypes, sizes and plain containers unless told "
+            f"otherwise: if you trust this global, allow it with `ember.serialization.add_safe_globals([{shown}])` "
+            f"or the `ember.serialization.safe_globals([{shown}])` context manager. Pass weights_only=False "
+            "only if you trust the whole file."
         )
 
     def persistent_load(self, pid):
         if not isinstance(pid, tuple) or not pid or pid[0] != "storage":
             raise pickle.UnpicklingError(f"{self._source}: unsupported persistent id {pid!r:.200}")
         return self._persistent_load(pid)
+
+
+class _Unpickler(_Rules, pickle.Unpickler):
+    """The C unpickler, for Ember's own allow-list: every global it hands out is closed to BUILD
+    (`_rebuild.Global`) or immutable."""
+
+
+class _CheckedBuildUnpickler(_Rules, pickle._Unpickler):
+    """The Python unpickler, for loads with globals from `add_safe_globals`: those are handed out
+    as they are (a class must be a real class for NEWOBJ), so BUILD must be checked opcode by
+    opcode, which the C unpickler cannot do. As PyTorch, BUILD may set the state of tensors,
+    OrderedDicts and instances of allowed classes only: never of an allowed class or function
+    itself, which every later load shares."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def load_build(self):
+        target = self.stack[-2]  # the stack ends with (object, state)
+        if not (isinstance(target, (_C.Tensor, collections.OrderedDict)) or type(target) in self._user_globals.values()):
+            kind = type(target)
+            shown = f"{kind.__module__}.{kind.__qualname__}"
+            raise pickle.UnpicklingError(
+                f"Weights only load failed for {self._source}: can only set the state (BUILD) of tensors, "
+                f"OrderedDicts and instances of classes allowed by ember.serialization.add_safe_globals, but got "
+                f"an object of type {shown}; if you trust it, allow it with `ember.serialization.add_safe_globals([{shown}])`."
+            )
+        super().load_build()
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+
+def _unpickler(file, source, persistent_load, weights_only, **kwargs):
+    checked = weights_only and _safe_globals.get_safe_globals()
+    return (_CheckedBuildUnpickler if checked else _Unpickler)(file, source, persistent_load, weights_only, **kwargs)
 
 
 def _storage_pid(pid, fields):
@@ -143,7 +189,7 @@ class _ZipCheckpoint:
 
     def load_pickle(self, weights_only, pickle_load_args):
         data = self.zf.read(self.prefix + "data.pkl")
-        return _Unpickler(io.BytesIO(data), self.source, self.storage, weights_only, **pickle_load_args).load()
+        return _unpickler(io.BytesIO(data), self.source, self.storage, weights_only, **pickle_load_args).load()
 
     def close(self):
         self.zf.close()
@@ -218,7 +264,7 @@ class _LegacyCheckpoint:
         pass
 
     def _plain(self):
-        return _Unpickler(self.f, self.source, None, True).load()
+        return _unpickler(self.f, self.source, None, True).load()
 
     def load_pickle(self, weights_only, pickle_load_args):
         if self._plain() != MAGIC_NUMBER:
@@ -228,7 +274,7 @@ class _LegacyCheckpoint:
             raise RuntimeError(f"{self.source}: invalid protocol version: {protocol!r}")
         sys_info = self._plain()
         swap = isinstance(sys_info, dict) and sys_info.get("little_endian", True) != (sys.byteorder == "little")
-        obj = _Unpickler(self.f, self.source, self.storage, weights_only, **pickle_load_args).load()
+        obj = _unpickler(self.f, self.source, self.storage, weights_only, **pickle_load_args).load()
         keys = self._plain()
         if not isinstance(keys, list):
             raise pickle.UnpicklingError(f"{self.source}: expected the list of storage keys, got {type(keys).__name__}")
@@ -304,7 +350,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     """Loads an object saved by `ember.save` or `torch.save` (zip or legacy format), without PyTorch.
 
     `weights_only` (default True, as in PyTorch 2.6+) allows only tensors, parameters, storages,
-    dtypes, sizes, devices and plain containers; any other global is refused with a
+    dtypes, sizes, devices, plain containers and the globals allowed with
+    `ember.serialization.add_safe_globals`; any other global is refused with a
     `pickle.UnpicklingError` naming it. `weights_only=False` unpickles anything: only for files you
     trust. `map_location` ('cpu', an `ember.device`, a dict of locations or a callable
     `(storage, location)`) must land every storage on the CPU. `mmap=True` maps the file's storages
