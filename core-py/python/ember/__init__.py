@@ -55,6 +55,7 @@ from ember._shape import *  # noqa: E402,F401,F403
 from ember._index_api import *  # noqa: E402,F401,F403
 from ember._sort_api import *  # noqa: E402,F401,F403
 from ember._einsum import einsum  # noqa: E402,F401
+from ember._compare import *  # noqa: E402,F401,F403
 from ember._complex import *  # noqa: E402,F401,F403
 from ember import fft  # noqa: E402,F401
 from ember import linalg  # noqa: E402,F401

@@ -275,3 +275,20 @@ for _name, _d in [("cfloat", _C.complex64), ("cdouble", _C.complex128), ("chalf"
     _method(_name, (lambda d: lambda self: self._to_dtype(d))(_d))
 _method("stft", ember.stft)
 _method("istft", ember.istft)
+
+
+def _new(factory):
+    """`Tensor.new_*`: a fresh tensor with this tensor's dtype (and device) unless given."""
+    def method(self, *args, dtype=None, device=None, requires_grad=False, **kwargs):
+        t = factory(*args, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
+        return t.requires_grad_(True) if requires_grad else t
+
+    return method
+
+
+for _name, _factory in [("new_zeros", ember.zeros), ("new_ones", ember.ones), ("new_empty", ember.empty),
+                        ("new_full", ember.full)]:
+    _method(_name, _new(_factory))
+_method("new_tensor", _new(ember.tensor))
+for _name in ["isclose", "allclose", "equal"]:
+    _method(_name, getattr(ember, _name))
