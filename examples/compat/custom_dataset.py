@@ -5,11 +5,6 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, WeightedRandomSampler, random_split
 
 
-def close(a, b, atol=1e-6):
-    # torch.allclose is not in Ember yet.
-    return bool(((a - b).abs() <= atol + 1e-5 * b.abs()).all())
-
-
 class SquaresDataset(Dataset):
     """Sample i is (i, i * i) as tensors, with an optional transform."""
 
@@ -57,7 +52,7 @@ loader = DataLoader(train_set, batch_size=16, shuffle=True, num_workers=0, drop_
 seen = []
 for i_batch, batch in enumerate(loader):
     assert batch["x"].shape == (16, 1) and batch["y"].shape == (16,)
-    assert close(batch["x"][:, 0] ** 2, batch["y"])
+    assert torch.allclose(batch["x"][:, 0] ** 2, batch["y"])
     seen += (batch["x"][:, 0] * 100).round().long().tolist()
 print(f"{i_batch + 1} batches, {len(set(seen))} distinct training samples")
 assert len(seen) == 80 and set(seen) == set(train_set.indices)

@@ -8,11 +8,6 @@ from functorch import grad, vmap
 from torch.func import functional_call, stack_module_state
 
 
-def close(a, b, atol=1e-6):
-    # torch.allclose is not in Ember yet.
-    return bool(((a - b).abs() <= atol + 1e-5 * b.abs()).all())
-
-
 torch.manual_seed(0)
 
 
@@ -44,7 +39,7 @@ for i in range(len(data)):
     model.zero_grad()
     F.nll_loss(model(data[i:i + 1]), targets[i:i + 1]).backward()
     for name, p in model.named_parameters():
-        assert close(per_sample_grads[name][i], p.grad, 1e-5), name
+        assert torch.allclose(per_sample_grads[name][i], p.grad, atol=1e-5), name
 print({k: tuple(v.shape) for k, v in per_sample_grads.items()})
 
 # Ensembling: five MLPs evaluated in one vmapped call.
@@ -53,5 +48,5 @@ ensemble_params, ensemble_buffers = stack_module_state(models)
 x = torch.randn(3, 4)
 out = vmap(lambda p, b: functional_call(models[0], (p, b), (x,)))(ensemble_params, ensemble_buffers)
 assert out.shape == (5, 3, 2)
-assert close(out[2], models[2](x), atol=1e-6)
+assert torch.allclose(out[2], models[2](x), atol=1e-6)
 print("ensemble output", tuple(out.shape))

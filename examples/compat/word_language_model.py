@@ -29,11 +29,11 @@ class RNNModel(nn.Module):
         return F.log_softmax(decoded, dim=1), hidden
 
     def init_hidden(self, bsz):
-        # PyTorch's example uses weight.new_zeros, which Ember's Tensor lacks so far.
+        weight = next(self.parameters())
         shape = (self.nlayers, bsz, self.nhid)
         if self.rnn_type == "LSTM":
-            return (torch.zeros(shape), torch.zeros(shape))
-        return torch.zeros(shape)
+            return (weight.new_zeros(shape), weight.new_zeros(shape))
+        return weight.new_zeros(shape)
 
 
 class PositionalEncoding(nn.Module):
