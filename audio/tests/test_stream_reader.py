@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from emberaudio_test_media import SAMPLE_RATE, SECONDS, reference_decode, run_ffmpeg
-from emberaudio.io import OutputStream, SourceAudioStream, SourceVideoStream, StreamReader
+from emberaudio import _ffmpeg
+from emberaudio.io import OutputStream, SourceAudioStream, SourceVideoStream, StreamReader, _stream_reader
 
 WAV_FRAMES = SAMPLE_RATE * SECONDS
 
@@ -356,3 +357,49 @@ def test_seek_past_the_end_gives_no_chunks(media):
     reader.add_basic_audio_stream(frames_per_chunk=1000)
     reader.seek(60.0)
     assert chunks_of(reader) == []
+
+
+def command_args(reader):
+    """The reader's FFmpeg command line after the global options, its source shown as SRC."""
+    command = reader._command([f"pipe:{3 + i}" for i in range(reader.num_out_streams)])
+    base = _ffmpeg.base_command("info")
+    assert command[:len(base)] == base
+    return ["SRC" if arg == reader._src_arg else arg for arg in command[len(base):]]
+
+
+@pytest.mark.parametrize("media_file", ["mp4"], indirect=True)
+def test_command_lines(media_file, monkeypatch):
+    """Argument by argument, the command lines that ffmpeg-python built before emberaudio built them itself."""
+    monkeypatch.setattr(_stream_reader, "_check_hw_accel", lambda hw_accel: hw_accel)  # no CUDA needed
+    reader = StreamReader(media_file)
+    reader.add_basic_audio_stream(1024)
+    assert command_args(reader) == ["-i", "SRC", "-map", "0:1", "-f", "f32le", "-af", "aformat=sample_fmts=flt",
+                                    "pipe:3"]
+
+    reader = StreamReader(media_file)
+    reader.add_basic_audio_stream(8192, sample_rate=8000, format="s16p")
+    reader.add_basic_video_stream(2, width=32, frame_rate=5)
+    reader.seek(0.5)
+    assert command_args(reader) == [
+        "-ss", "0.5", "-i", "SRC",
+        "-map", "0:1", "-f", "s16le", "-af", "aresample=8000,aformat=sample_fmts=s16,asetnsamples=n=8192:p=0", "pipe:3",
+        "-map", "0:0", "-f", "rawvideo", "-pix_fmt", "rgb24", "-vf", "fps=5,scale=32:-1,format=pix_fmts=rgb24", "pipe:4"]
+
+    reader = StreamReader(media_file, format="mp4", option={"probesize": "32768", "analyzeduration": 0})
+    reader.add_audio_stream(4096, filter_desc="aformat=sample_fmts=s16", decoder="aac", decoder_option={"threads": "1"})
+    reader.add_video_stream(1, decoder="h264", decoder_option={"threads": 2}, hw_accel="cuda:1")
+    assert command_args(reader) == [
+        "-f", "mp4", "-analyzeduration", "0", "-c:0", "h264", "-c:1", "aac", "-hwaccel:0", "cuda", "-hwaccel_device:0",
+        "1", "-probesize", "32768", "-threads:0", "2", "-threads:1", "1", "-i", "SRC",
+        "-map", "0:1", "-f", "s16le", "-af", "aformat=sample_fmts=s16,asetnsamples=n=4096:p=0", "pipe:3",
+        "-map", "0:0", "-f", "rawvideo", "-pix_fmt", "yuv444p", "-vf", "null", "pipe:4"]
+
+    with open(media_file, "rb") as file:  # a pipe cannot seek: each output drops what comes before -ss
+        reader = StreamReader(file)
+        reader.add_basic_video_stream(3, format="gray", hw_accel="cuda")
+        reader.add_basic_audio_stream(100)
+        reader.seek(1)
+        assert command_args(reader) == [
+            "-hwaccel:0", "cuda", "-hwaccel_device:0", "0", "-i", "SRC",
+            "-map", "0:0", "-f", "rawvideo", "-pix_fmt", "gray", "-ss", "1.0", "-vf", "format=pix_fmts=gray", "pipe:3",
+            "-map", "0:1", "-f", "f32le", "-af", "aformat=sample_fmts=flt", "-ss", "1.0", "pipe:4"]

@@ -7,8 +7,6 @@ import os
 import re
 from dataclasses import dataclass
 
-import ffmpeg as ffmpeg_python
-
 import ember
 
 from .. import _ffmpeg
@@ -357,11 +355,11 @@ class StreamReader:
         input_options.update({} if self._file else start)
         for out in self._outputs:
             input_options.update(_decoder_options(out))
-        source = ffmpeg_python.input(self._src_arg, **input_options)
-        outputs = [source[str(out.source_index)].output(pipe, **_muxer_options(out), **output_start)
-                   for out, pipe in zip(self._outputs, pipe_names)]
         # -loglevel info: each output's header tells the channels / size that its filters produced
-        return ffmpeg_python.merge_outputs(*outputs).compile(cmd=_ffmpeg.base_command("info"))
+        command = _ffmpeg.base_command("info") + _options(input_options) + ["-i", self._src_arg]
+        for out, pipe in zip(self._outputs, pipe_names):
+            command += ["-map", f"0:{out.source_index}", *_options({**_muxer_options(out), **output_start}), pipe]
+        return command
 
     # -- lifetime ---------------------------------------------------------------------------------
 
@@ -398,6 +396,11 @@ def _check_hw_accel(hw_accel):
         raise RuntimeError(f"hw_accel={hw_accel!r}: this FFmpeg ({_ffmpeg.executable()}) has no CUDA decoding")
     _ffmpeg.check_hw_device("cuda", int(match.group(1) or 0))
     return hw_accel
+
+
+def _options(options):
+    """`-key value` arguments: `-f` first, then the others by name."""
+    return [arg for key in sorted(options, key=lambda key: (key != "f", key)) for arg in (f"-{key}", str(options[key]))]
 
 
 def _decoder_options(out):
