@@ -383,7 +383,8 @@ def test_command_lines(media_file, monkeypatch):
     assert command_args(reader) == [
         "-ss", "0.5", "-i", "SRC",
         "-map", "0:1", "-f", "s16le", "-af", "aresample=8000,aformat=sample_fmts=s16,asetnsamples=n=8192:p=0", "pipe:3",
-        "-map", "0:0", "-f", "rawvideo", "-pix_fmt", "rgb24", "-vf", "fps=5,scale=32:-1,format=pix_fmts=rgb24", "pipe:4"]
+        "-map", "0:0", "-f", "rawvideo", "-pix_fmt", "rgb24", "-vf", "fps=5,scale=32:-1,format=pix_fmts=rgb24",
+        "pipe:4"]
 
     reader = StreamReader(media_file, format="mp4", option={"probesize": "32768", "analyzeduration": 0})
     reader.add_audio_stream(4096, filter_desc="aformat=sample_fmts=s16", decoder="aac", decoder_option={"threads": "1"})

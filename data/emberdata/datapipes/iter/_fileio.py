@@ -374,7 +374,7 @@ def _fsspec():
     try:
         import fsspec
     except ImportError as e:
-        raise ImportError("the FSSpec DataPipes need `fsspec`: pip install fsspec") from e
+        raise ImportError("the FSSpec DataPipes need `fsspec`: pip install 'emberdata[fsspec]'") from e
     return fsspec
 
 

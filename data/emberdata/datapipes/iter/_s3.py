@@ -25,7 +25,7 @@ def _boto():
         import botocore.config
         import botocore.exceptions
     except ImportError as e:
-        raise ImportError("the S3 DataPipes need `boto3`: pip install boto3") from e
+        raise ImportError("the S3 DataPipes need `boto3`: pip install 'emberdata[s3]'") from e
     return boto3, botocore
 
 
