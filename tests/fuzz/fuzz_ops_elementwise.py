@@ -157,7 +157,7 @@ _BINARY = {
     "remainder": (np.remainder, "same", INTS + FLOATS), "fmod": (np.fmod, "same", INTS + FLOATS),
     "pow": (np.power, "same", INTS + FLOATS + COMPLEX), "maximum": (np.maximum, "same", REAL),
     "minimum": (np.minimum, "same", REAL), "atan2": (np.arctan2, "float", REAL),
-    "hypot": (np.hypot, "same", FLOATS), "copysign": (np.copysign, "float", REAL),
+    "hypot": (np.hypot, "float", FLOATS), "copysign": (np.copysign, "float", REAL),
     "eq": (np.equal, "bool", ALL), "ne": (np.not_equal, "bool", ALL), "lt": (np.less, "bool", REAL),
     "le": (np.less_equal, "bool", REAL), "gt": (np.greater, "bool", REAL), "ge": (np.greater_equal, "bool", REAL),
     "logical_and": (np.logical_and, "bool", ALL), "logical_or": (np.logical_or, "bool", ALL),
@@ -304,7 +304,7 @@ def _binary_ref(name):
             may = True
         else:
             may = False
-        if name == "pow" and rt == "bool":
+        if rt == "bool" and name in ("pow", "div_trunc", "div_floor", "floor_divide", "remainder", "fmod"):
             raise Skip()
         if name == "sub" and rt == "bool":
             raise Refuse("subtraction of two bool tensors")

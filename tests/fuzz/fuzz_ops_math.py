@@ -115,12 +115,10 @@ def _square(draw, dt, batch, n, kind="dominant"):
         vals = np.zeros(size, dtype=np_dtype(dt))
     else:
         vals = draw_values(draw, dt, size, specials=False, lo=-2, hi=2).reshape(shape)
-        if n:
-            eye = np.eye(n, dtype=vals.dtype) * (4 * n + 1)
+        if n and category(dt) >= 1:
             sign = 1 if draw(st.booleans()) else -1
-            vals = (vals + sign * eye).reshape(-1)
-        else:
-            vals = vals.reshape(-1)
+            vals = cast(_acc(vals, dt) + sign * np.eye(n) * (4 * n + 1), dt)
+        vals = vals.reshape(-1)
     return Input(dt, shape, vals)
 
 

@@ -245,6 +245,8 @@ def _split_ref(arrays, inputs, params):
         if sum(size) != n or any(s < 0 for s in size):
             raise Refuse("split sizes don't sum to the dim")
         cuts = list(np.cumsum(size)[:-1])
+        if not size:
+            return Expect([])
     parts = np.split(a, cuts, axis=d) if n else [a]
     return Expect([(p, inputs[0].dtype) for p in parts])
 

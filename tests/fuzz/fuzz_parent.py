@@ -52,10 +52,16 @@ def _run_worker(family, examples, seed, torch, skip, out, hang_seconds):
         cmd += ["--seed", str(seed)]
     if torch:
         cmd.append("--torch")
+    return run_isolated(cmd, out, "current.py", hang_seconds)
+
+
+def run_isolated(cmd, out, progress_file, hang_seconds):
+    """Runs cmd, killing it when `out/progress_file` (rewritten before each case) stays unchanged
+    for hang_seconds. Returns (returncode, None or how it died with the tail of its output)."""
     env = dict(os.environ, RUST_BACKTRACE="0", PYTHONFAULTHANDLER="1")
     log = open(os.path.join(out, "log.txt"), "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    current = os.path.join(out, "current.py")
+    current = os.path.join(out, progress_file)
     last_change, last_mtime = time.monotonic(), None
     while proc.poll() is None:
         time.sleep(0.2)
