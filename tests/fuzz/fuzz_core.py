@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from hypothesis import strategies as st
+import fuzz_st as st
 
 # ---------------------------------------------------------------------------------------------
 # dtypes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import strategies as st
+import fuzz_st as st
 
 from fuzz_case import Expect, Op, Refuse, Skip, Src, one
 from fuzz_core import (draw_tensor, draw_values, draw_shape, ALL, COMPLEX, FLOATS, INTS, REAL, Input, Mismatch, assert_close, category,
@@ -96,7 +96,7 @@ def _getitem_ref(arrays, inputs, params):
     except (IndexError, ValueError, TypeError) as e:
         raise Refuse(f"numpy: {e}")
     # an out-of-range index into an empty result is checked by NumPy, not always by PyTorch
-    return one(np.array(want), inputs[0].dtype, may_refuse=a.size == 0)
+    return one(np.array(want), inputs[0].dtype, may_refuse=np.size(want) == 0)
 
 
 @st.composite
@@ -148,7 +148,7 @@ def _setitem_ref(arrays, inputs, params):
         a = cast(a, x.dtype)
     if len(arrays) > 1 and _writes_twice(arrays[0], idx):
         raise Skip()      # repeated indices write in an unspecified order
-    return one(a, x.dtype, may_refuse=a.size == 0)
+    return one(a, x.dtype, may_refuse=np.size(arrays[0][idx]) == 0)
 
 
 def _writes_twice(a, idx):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import strategies as st
+import fuzz_st as st
 
 from fuzz_case import Expect, Op, Refuse, Skip, one
 from fuzz_core import (draw_tensor, draw_values, draw_shape, ALL, BOOL, COMPLEX, FLOATS, INTS, REAL, _RTOL, Input, category, cast,

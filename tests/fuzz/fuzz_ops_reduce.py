@@ -4,7 +4,7 @@ and dtype=."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import strategies as st
+import fuzz_st as st
 
 from fuzz_case import Expect, Op, Refuse, Skip, one
 from fuzz_core import (draw_tensor, draw_values, draw_shape, ALL, BOOL, COMPLEX, FLOATS, INTS, REAL, _RTOL, category, cast,

@@ -3,7 +3,7 @@ expand/repeat/tile/cat/stack/split/chunk/movedim/flatten on views of every dtype
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import strategies as st
+import fuzz_st as st
 
 from fuzz_case import Expect, Op, Refuse, Skip, one
 from fuzz_core import ALL, Input, result_type, cast, tensors, draw_tensor

@@ -23,14 +23,14 @@ def examples_per_family(default=400):
     return int(os.environ.get("EMBER_FUZZ_EXAMPLES", default))
 
 
-def run_family(family, examples, seed=None, torch=False, hang_seconds=30, extra_skip=()):
+def run_family(family, examples, seed=None, torch=False, hang_seconds=30, extra_skip=(), engine="hypothesis"):
     """Returns {"counts", "failures", "missing", "crashes", "seconds"}."""
     skip = list(extra_skip)
     total = {"counts": {}, "failures": {}, "missing": [], "crashes": [], "seconds": 0.0}
     started = time.perf_counter()
     for _ in range(MAX_RESTARTS + 1):
         with tempfile.TemporaryDirectory(prefix=f"ember-fuzz-{family}-") as out:
-            rc, died = _run_worker(family, examples, seed, torch, skip, out, hang_seconds)
+            rc, died = _run_worker(family, examples, seed, torch, skip, out, hang_seconds, engine)
             result_path = os.path.join(out, "result.json")
             if rc == 0 and os.path.exists(result_path):
                 with open(result_path) as f:
@@ -45,9 +45,9 @@ def run_family(family, examples, seed=None, torch=False, hang_seconds=30, extra_
     return total
 
 
-def _run_worker(family, examples, seed, torch, skip, out, hang_seconds):
+def _run_worker(family, examples, seed, torch, skip, out, hang_seconds, engine):
     cmd = [sys.executable, os.path.join(HERE, "fuzz_worker.py"), family, "--examples", str(examples),
-           "--out", out, "--skip", ",".join(skip)]
+           "--out", out, "--skip", ",".join(skip), "--engine", engine]
     if seed is not None:
         cmd += ["--seed", str(seed)]
     if torch:
@@ -69,10 +69,16 @@ def run_isolated(cmd, out, progress_file, hang_seconds):
         if mtime != last_mtime:
             last_change, last_mtime = time.monotonic(), mtime
         elif time.monotonic() - last_change > hang_seconds:
-            proc.kill()
-            proc.wait()
+            # SIGABRT first: faulthandler prints where every thread is stuck
+            proc.send_signal(signal.SIGABRT)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
             log.close()
-            return -1, f"hang: no progress for {hang_seconds} s"
+            tail = open(os.path.join(out, "log.txt"), errors="replace").read()[-3000:]
+            return -1, f"hang: no progress for {hang_seconds} s\n{tail}"
     log.close()
     if proc.returncode == 0:
         return 0, None

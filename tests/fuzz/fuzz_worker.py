@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import sys
 import time
@@ -63,7 +64,17 @@ class Recorder:
 
 def case_strategy(ops):
     # one strategy per op, built once (a strategy built per example costs a validation)
-    return st.one_of([op.gen().map((lambda op: lambda ip: Case(op, ip[0], ip[1]))(op)) for op in ops])
+    return st.one_of([op.gen().hyp().map((lambda op: lambda ip: Case(op, ip[0], ip[1]))(op)) for op in ops])
+
+
+def fast_cases(ops, n, seed):
+    """The fast engine: n cases from a seeded random.Random, no hypothesis."""
+    r = random.Random(seed)
+    gens = [(op, op.gen()) for op in ops]
+    for _ in range(n):
+        op, gen = r.choice(gens)
+        inputs, params = gen.fast(r)
+        yield Case(op, inputs, params)
 
 
 def run_one(case, rec, torch):
@@ -101,6 +112,7 @@ def main():
     p.add_argument("--seed", type=int)
     p.add_argument("--skip", default="")
     p.add_argument("--torch", action="store_true")
+    p.add_argument("--engine", choices=["hypothesis", "fast"], default="hypothesis")
     args = p.parse_args()
 
     global ember
@@ -113,19 +125,26 @@ def main():
     rec = Recorder(args.out)
     started = time.perf_counter()
 
-    @settings(max_examples=args.examples, derandomize=args.seed is None, database=None,
-              deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate],
-              print_blob=False)
-    @given(case_strategy(ops))
-    def loop(case):
+    def check(case):
         try:
             run_one(case, rec, torch)
         except Exception:  # a bug in the harness or its reference: report it, don't hide it
             rec.fail(case, "harness error: " + traceback.format_exc(limit=4)[-500:])
 
-    if args.seed is not None:
-        loop = seed(args.seed)(loop)
-    loop()
+    if args.engine == "fast":
+        for case in fast_cases(ops, args.examples, args.seed or 0):
+            check(case)
+    else:
+        @settings(max_examples=args.examples, derandomize=args.seed is None, database=None,
+                  deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate],
+                  print_blob=False)
+        @given(case_strategy(ops))
+        def loop(case):
+            check(case)
+
+        if args.seed is not None:
+            loop = seed(args.seed)(loop)
+        loop()
     with open(os.path.join(args.out, "result.json"), "w") as f:
         json.dump({"counts": rec.counts, "failures": rec.failures, "missing": sorted(rec.missing),
                    "seconds": time.perf_counter() - started}, f)
