@@ -47,7 +47,7 @@ def is_float(dt):
 
 
 def to_complex(dt: str) -> str:
-    return "complex128" if dt == "float64" else "complex64"
+    return {"float64": "complex128", "float16": "complex32"}.get(dt, "complex64")
 
 
 def complex_to_real(dt: str) -> str:

@@ -243,7 +243,7 @@ def _binary_expr(name, params, ninputs):
     y = "{s}" if form.startswith("scalar") else "x1"
     if form == "scalar_left":
         op = _OPERATOR.get(name)
-        return f"({{s}} {op} x0)" if op else f"ember.{fn}(ember.tensor({{s}}), x0{extra})"
+        return f"(({{s}}) {op} x0)" if op else f"ember.{fn}(ember.tensor({{s}}), x0{extra})"
     if form == "scalar_right":
         op = _OPERATOR.get(name)
         return f"(x0 {op} {{s}})" if op else f"ember.{fn}(x0, {{s}}{extra})"
@@ -294,6 +294,8 @@ def _binary_ref(name):
             operands = [(x.dtype, xkind), (inputs[1].dtype, kind(inputs[1]))]
         dts = [o[0] for o in operands]
         rt = result_type(*operands)
+        if rt == "complex32":
+            raise Skip()          # ComplexHalf: no NumPy counterpart
         if any(d not in dtypes for d in dts) or rt not in dtypes:
             if name in ("lt", "le", "gt", "ge", "maximum", "minimum", "atan2", "copysign") and category(rt) == 3:
                 raise Refuse(f"{name} on complex")
@@ -306,15 +308,18 @@ def _binary_ref(name):
             may = False
         if rt == "bool" and name in ("pow", "div_trunc", "div_floor", "floor_divide", "remainder", "fmod"):
             raise Skip()
-        if name == "hypot" and category(rt) <= 1:
-            raise Refuse("hypot of integers")
+        if name == "hypot" and category(rt) != 2:
+            raise Refuse("hypot of integers or complex numbers")
         if name == "sub" and rt == "bool":
             raise Refuse("subtraction of two bool tensors")
         try:
             out_shape = np.broadcast_shapes(np.shape(a), np.shape(b))
         except ValueError:
             raise Refuse("shapes don't broadcast")
-        ca, cb = cast(a, rt), cast(b, rt)
+        # ops that compute in floating point (true division, atan2...) cast integer operands
+        # straight to the float type, not through the integer result type
+        compute_dt = "float32" if rule == "float" and category(rt) <= 1 else rt
+        ca, cb = cast(a, compute_dt), cast(b, compute_dt)
         if category(rt) <= 1 and name in ("floor_divide", "remainder", "fmod", "div_floor", "div_trunc"):
             if np.any(cb == 0) and ca.size and np.broadcast_to(cb, out_shape).size:
                 raise Refuse("ZeroDivisionError")

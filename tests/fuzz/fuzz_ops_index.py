@@ -86,11 +86,19 @@ def _getitem_gen(draw):
     return [x], {"idx": Src(src, (idx, refuse))}
 
 
+def _mixes_ints_and_arrays(idx):
+    # PyTorch applies integer indices first (as select), NumPy treats them as advanced indices
+    # beside array ones: the result's dims are ordered differently
+    return any(isinstance(i, int) for i in idx) and any(isinstance(i, np.ndarray) for i in idx)
+
+
 def _getitem_ref(arrays, inputs, params):
     a = arrays[0]
     idx, refuse = params["idx"].value
     if refuse:
         raise Refuse(refuse)
+    if _mixes_ints_and_arrays(idx):
+        raise Skip()
     try:
         want = _np_index(a, idx)
     except (IndexError, ValueError, TypeError) as e:
@@ -127,6 +135,8 @@ def _setitem_ref(arrays, inputs, params):
     idx, refuse = params["idx"].value
     if refuse:
         raise Refuse(refuse)
+    if _mixes_ints_and_arrays(idx):
+        raise Skip()
     if len(arrays) > 1:
         v, vdt = arrays[1], inputs[1].dtype
     else:

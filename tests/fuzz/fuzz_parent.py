@@ -23,7 +23,7 @@ def examples_per_family(default=400):
     return int(os.environ.get("EMBER_FUZZ_EXAMPLES", default))
 
 
-def run_family(family, examples, seed=None, torch=False, hang_seconds=30, extra_skip=(), engine="hypothesis"):
+def run_family(family, examples, seed=None, torch=False, hang_seconds=60, extra_skip=(), engine="hypothesis"):
     """Returns {"counts", "failures", "missing", "crashes", "seconds"}."""
     skip = list(extra_skip)
     total = {"counts": {}, "failures": {}, "missing": [], "crashes": [], "seconds": 0.0}
