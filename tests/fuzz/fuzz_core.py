@@ -264,8 +264,10 @@ def draw_values(draw, dt, n, specials=True, lo=-8, hi=8, extremes=False, nonzero
         mn, mx = _INT_LIMITS[dt]
         v = rng.integers(max(mn, int(lo)), min(mx, int(hi)) + 1, n, dtype=np.int64).astype(np.dtype(dt))
         if extremes:
-            ex = rng.random(n) < 0.2
-            v[ex] = rng.choice(np.array([mn, mx], dtype=np.dtype(dt)), int(ex.sum()))
+            # the limits, and -1 (MIN // -1 overflows)
+            ex = rng.random(n) < 0.25
+            pool = [mn, mx] + ([-1] if mn < 0 else [])
+            v[ex] = rng.choice(np.array(pool, dtype=np.dtype(dt)), int(ex.sum()))
         if nonzero:
             v[v == 0] = 1
         return v

@@ -368,5 +368,57 @@ def _can_cast(src, dst):
 
 
 def binary_ops():
-    return [Op(name, "binary", (lambda n: lambda inputs, params: _binary_expr(n, params, len(inputs)))(name),
+    return clamp_ops() + [Op(name, "binary", (lambda n: lambda inputs, params: _binary_expr(n, params, len(inputs)))(name),
                _binary_gen(name), _binary_ref(name)) for name in _BINARY]
+
+
+# ---------------------------------------------------------------------------------------------
+# clamp: Python-number bounds (None, NaN, infinities, min > max), out of place and in place
+
+_BOUNDS_LO = [None, -2, 0, 0.5, -1.5, math.nan, -math.inf, 4]
+_BOUNDS_HI = [None, 3, 1.5, math.nan, math.inf, -3, 0]
+
+
+@st.composite
+def _clamp_gen(draw):
+    x = draw_tensor(draw, INTS + FLOATS)
+    lo, hi = draw(st.sampled_from(_BOUNDS_LO)), draw(st.sampled_from(_BOUNDS_HI))
+    return [x], {"lo": lo, "hi": hi, "form": draw(st.sampled_from(["method", "inplace", "function"]))}
+
+
+def _clamp_expr(inputs, params):
+    fn = {"method": "x0.clamp(", "inplace": "x0.clamp_(", "function": "ember.clamp(x0, "}[params["form"]]
+    return fn + "min={lo}, max={hi})"
+
+
+def _clamp_ref(arrays, inputs, params):
+    a, x = arrays[0], inputs[0]
+    lo, hi = params["lo"], params["hi"]
+    if lo is None and hi is None:
+        raise Refuse("at least one of min or max must not be None")
+    operands = [(x.dtype, kind(x))] + [(_py_dtype(v), "scalar") for v in (lo, hi) if v is not None]
+    rt = result_type(*operands)
+    if params["form"] == "inplace":
+        if x.zero_stride:
+            raise Refuse("in-place write to a tensor with internally overlapping memory")
+        if x.overlapping:
+            raise Skip()
+        if not _can_cast(rt, x.dtype):
+            raise Refuse(f"result type {rt} can't be cast to {x.dtype}")
+    y = cast(a, rt).astype(np.float64)
+    if lo is not None:
+        y = np.maximum(y, lo)          # NaN in either propagates, as in PyTorch
+    if hi is not None:
+        y = np.minimum(y, hi)          # and min > max gives max
+    out_dt = x.dtype if params["form"] == "inplace" else rt
+    if category(out_dt) <= 1 and not np.all(np.isfinite(y)):
+        raise Skip()
+    return one(cast(y, out_dt), out_dt)
+
+
+def _py_dtype(v):
+    return {bool: "bool", int: "int64", float: "float32"}[type(v)]
+
+
+def clamp_ops():
+    return [Op("clamp", "binary", _clamp_expr, _clamp_gen, _clamp_ref)]
