@@ -84,7 +84,7 @@ def zip_longest_all(lists):
 
 
 def render_table(results, elapsed, jobs, engine):
-    rows = ["| family | cases | refused (both sides) | skipped | findings | crashes | worker CPU s |",
+    rows = ["| family | cases | refused (both sides) | skipped | findings | crashes | worker s |",
             "|---|---:|---:|---:|---:|---:|---:|"]
     tc = tr = ts = tf = tk = 0
     for f, r in results.items():

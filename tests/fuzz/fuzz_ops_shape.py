@@ -280,7 +280,7 @@ def _join_ref(stack):
             return one(np.stack([cast(a, rt), cast(b, rt)], d % (a.ndim + 1)), rt)
         if a.ndim == 0 or b.ndim == 0:
             raise Refuse("zero-dimensional tensor cannot be concatenated")
-        if (a.shape == (0,)) != (b.shape == (0,)):
+        if a.shape == (0,) or b.shape == (0,):
             raise Skip()           # PyTorch's legacy rule skips 1-d empty tensors
         d = wrap(d, a.ndim)
         if a.ndim != b.ndim or a.shape[:d] + a.shape[d + 1:] != b.shape[:d] + b.shape[d + 1:]:
