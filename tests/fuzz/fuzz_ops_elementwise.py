@@ -113,7 +113,8 @@ def _unary_ref(name):
                 raise Skip()
             return one(cast(want, out_dt), out_dt, rtol_scale=4.0, may_refuse=True)
         want = _unary_value(name, fn, rule, a, dt)
-        return one(cast(want, out_dt), out_dt, rtol_scale=4.0)
+        # complex functions lose more near their poles (tanh(1.577j) in complex64: 3e-4)
+        return one(cast(want, out_dt), out_dt, rtol_scale=4.0 if category(dt) < 3 else 64.0)
     return ref
 
 
