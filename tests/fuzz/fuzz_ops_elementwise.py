@@ -102,7 +102,7 @@ def _unary_ref(name):
                 raise Refuse("in-place write to a tensor with internally overlapping memory")
             if inputs[0].overlapping:
                 raise Skip()
-            if out_dt != dt:
+            if not _can_cast(out_dt, dt):
                 raise Refuse(f"in-place {name} on {dt}: result type {out_dt} can't be cast")
         if may:
             if category(dt) == 3:
@@ -113,6 +113,8 @@ def _unary_ref(name):
                 raise Skip()
             return one(cast(want, out_dt), out_dt, rtol_scale=4.0, may_refuse=True)
         want = _unary_value(name, fn, rule, a, dt)
+        if params["form"] == "inplace":
+            out_dt = dt            # written back into the input's dtype (logical_not_)
         # complex functions lose more near their poles (tanh(1.577j) in complex64: 3e-4)
         return one(cast(want, out_dt), out_dt, rtol_scale=4.0 if category(dt) < 3 else 64.0)
     return ref
