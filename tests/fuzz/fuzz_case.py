@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from fuzz_core import Input, Mismatch, assert_close, dtype_name, tensor_to_numpy
+from fuzz_core import Mismatch, assert_close, dtype_name, tensor_to_numpy
 
 
 class Refuse(Exception):

@@ -215,7 +215,6 @@ _VIEW_NP = {
 }
 
 DIM_SIZES = st.sampled_from([0, 1, 1, 2, 2, 3, 3, 4, 5, 7])
-_NDIMS = {}
 MAX_ELEMENTS = 96
 
 
@@ -335,13 +334,6 @@ def draw_tensor(draw, dtypes, shape=None, view=True, allow_overlap=True, **value
     n = int(np.prod(base)) if base else 1
     vals = draw_values(draw, dt, n, **value_kw)
     return Input(dt, base, vals, views, overlapping, zero)
-
-
-# Composite wrappers for the op modules; the draw_* functions above are called directly inside
-# them because every composite strategy built per example costs hypothesis a validation.
-shapes = st.composite(draw_shape)
-values = st.composite(draw_values)
-tensors = st.composite(draw_tensor)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import fuzz_st as st
 
-from fuzz_case import Expect, Op, Refuse, Skip, Src, one
-from fuzz_core import (draw_tensor, draw_values, draw_shape, ALL, BOOL, COMPLEX, FLOATS, INTS, REAL, category, cast, complex_to_real,
-                       int_limits, promote, result_type, shapes, tensors)
+from fuzz_case import Op, Refuse, Skip, one
+from fuzz_core import (ALL, BOOL, COMPLEX, FLOATS, INTS, REAL, category, cast, complex_to_real,
+                       draw_shape, draw_tensor, result_type)
 
 try:
     from scipy.special import erf as _erf

@@ -8,8 +8,7 @@ import numpy as np
 import fuzz_st as st
 
 from fuzz_case import Expect, Op, Refuse, Skip, Src, one
-from fuzz_core import (draw_tensor, draw_values, draw_shape, ALL, COMPLEX, FLOATS, INTS, REAL, Input, Mismatch, assert_close, category,
-                       cast, shapes, tensors, values)
+from fuzz_core import ALL, REAL, Input, assert_close, category, cast, draw_tensor
 from fuzz_ops_reduce import norm_dims
 from fuzz_ops_shape import _dim, wrap
 
@@ -209,7 +208,6 @@ def _gather_ref(arrays, inputs, params):
 
 @st.composite
 def _scatter_add_gen(draw):
-    x0, x1 = draw(_gather_gen())[0], None
     inps, params = draw(_gather_gen())
     x, idx = inps
     src = draw_tensor(draw, tuple(set([x.dtype] * 3 + [draw(st.sampled_from(ALL))])),

@@ -9,9 +9,8 @@ import numpy as np
 import fuzz_st as st
 
 from fuzz_case import Expect, Op, Refuse, Skip, one
-from fuzz_core import (draw_tensor, draw_values, draw_shape, ALL, BOOL, COMPLEX, FLOATS, INTS, REAL, _RTOL, Input, category, cast,
-                       complex_to_real, int_limits, np_dtype, result_type, tensors, values)
-from fuzz_ops_reduce import norm_dims
+from fuzz_core import (ALL, COMPLEX, FLOATS, INTS, _RTOL, Input, category, cast, complex_to_real,
+                       draw_tensor, draw_values, int_limits, np_dtype, result_type)
 from fuzz_ops_shape import wrap
 
 

@@ -7,8 +7,7 @@ import numpy as np
 import fuzz_st as st
 
 from fuzz_case import Expect, Op, Refuse, Skip, one
-from fuzz_core import (draw_tensor, draw_values, draw_shape, ALL, BOOL, COMPLEX, FLOATS, INTS, REAL, _RTOL, category, cast,
-                       complex_to_real, tensors)
+from fuzz_core import ALL, COMPLEX, FLOATS, INTS, REAL, _RTOL, category, cast, complex_to_real, draw_tensor
 
 
 @st.composite

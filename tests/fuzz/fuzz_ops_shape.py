@@ -6,7 +6,7 @@ import numpy as np
 import fuzz_st as st
 
 from fuzz_case import Expect, Op, Refuse, Skip, one
-from fuzz_core import ALL, Input, result_type, cast, tensors, draw_tensor
+from fuzz_core import ALL, cast, draw_tensor, result_type
 from fuzz_ops_reduce import norm_dims
 
 
