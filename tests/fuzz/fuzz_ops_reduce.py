@@ -115,6 +115,8 @@ def _sum_like(name, fn, identity_empty):
             raise Skip()
         src = cast(a, out_dt)
         want = reduce_np(_accum(src, out_dt), params["dim"], params.get("keepdim"), fn)
+        if category(out_dt) == 3 and not np.all(np.isfinite(cast(want, out_dt))):
+            raise Skip()      # a complex overflow is inf or nan depending on the order of products
         n = reduced_size(a, params["dim"])
         return one(cast(want, out_dt), out_dt, rtol_scale=max(1, n), atol=_atol(src, out_dt, n))
     return ref
