@@ -4,3 +4,5 @@ Nothing is implemented in this package yet; see README.md for what is planned.
 """
 
 __version__ = "0.1.0"
+
+from . import transforms  # noqa: E402
