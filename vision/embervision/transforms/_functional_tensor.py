@@ -150,8 +150,9 @@ def adjust_contrast(img, contrast_factor):
 
 def _rgb2hsv(img):
     r, g, b = img.unbind(dim=-3)
-    maxc = ember.max(img, dim=-3).values
-    minc = ember.min(img, dim=-3).values
+    # amax/amin: ember.max(x, dim).values is wrong when dim is not the innermost (ember bug)
+    maxc = img.amax(dim=-3)
+    minc = img.amin(dim=-3)
     eqc = maxc == minc
     cr = maxc - minc
     ones = ember.ones_like(maxc)
@@ -180,7 +181,8 @@ def _hsv2rgb(img):
     a2 = ember.stack((t, v, v, q, p, p), dim=-3)
     a3 = ember.stack((p, p, t, v, v, q), dim=-3)
     a4 = ember.stack((a1, a2, a3), dim=-4)
-    return ember.einsum("...ijk, ...xijk -> ...xjk", mask, a4)
+    # (ember.einsum mis-evaluates "...ijk, ...xijk -> ...xjk": spelled out as a product and sum)
+    return (mask.unsqueeze(-4) * a4).sum(dim=-3)
 
 
 def adjust_hue(img, hue_factor):
@@ -362,8 +364,9 @@ def _grid_sample(img, grid, mode):
     flat = img.reshape(n, c, h * w)
     gx = grid[..., 0].reshape(n, ho * wo)
     gy = grid[..., 1].reshape(n, ho * wo)
-    x = ((gx + 1.0) * w - 1.0) * 0.5
-    y = ((gy + 1.0) * h - 1.0) * 0.5
+    # unnormalise as PyTorch's CPU kernel does (coord * size/2 + (size-1)/2), so ties at .5 round alike
+    x = gx * (w / 2.0) + (w - 1) / 2.0
+    y = gy * (h / 2.0) + (h - 1) / 2.0
 
     def tap(xi, yi, weight):
         valid = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
@@ -438,8 +441,8 @@ def _compute_affine_output_size(matrix, w, h):
     theta = ember.tensor(matrix, dtype=ember.float32).view(2, 3)
     new_pts = ember.matmul(pts, theta.T)
     half = ember.tensor((w * 0.5, h * 0.5))
-    min_vals = new_pts.min(dim=0).values + half
-    max_vals = new_pts.max(dim=0).values + half
+    min_vals = new_pts.amin(dim=0) + half
+    max_vals = new_pts.amax(dim=0) + half
     tol = 1e-4
     cmax = ember.ceil(ember.trunc(max_vals / tol) * tol)
     cmin = ember.floor(ember.trunc(min_vals / tol) * tol)
