@@ -1,0 +1,27 @@
+"""`torchvision.io` image functions on ember tensors, decoding and encoding through Pillow
+(libjpeg-turbo, libpng, libwebp).
+
+Decoded images are uint8 `(C, H, W)` ember tensors; encoded data is a 1-d uint8 tensor.
+Corrupt or truncated data raises `RuntimeError` naming the format and Pillow's reason. Video
+reading is not here yet (it will reuse emberaudio's FFmpeg StreamReader).
+"""
+from .image import (
+    ImageReadMode,
+    decode_image,
+    decode_jpeg,
+    decode_png,
+    decode_webp,
+    decode_gif,
+    encode_jpeg,
+    encode_png,
+    read_file,
+    read_image,
+    write_file,
+    write_jpeg,
+    write_png,
+)
+
+__all__ = [
+    "ImageReadMode", "decode_image", "decode_jpeg", "decode_png", "decode_webp", "decode_gif", "encode_jpeg",
+    "encode_png", "read_file", "read_image", "write_file", "write_jpeg", "write_png",
+]
