@@ -8,3 +8,4 @@ __version__ = "0.1.0"
 from . import transforms  # noqa: E402
 from . import io  # noqa: E402
 from . import utils  # noqa: E402
+from . import datasets  # noqa: E402
