@@ -111,10 +111,12 @@ def _to_tensor(img, mode, apply_exif_orientation):
         return ember.from_numpy(np.ascontiguousarray(arr))
     if img.mode != target:
         img = img.convert(target)
+    # Pillow hands out a private copy of its pixels (HWC); the tensor shares it, as a (C, H, W)
+    # view, as TorchVision's decoders return a permuted view: no second copy to go channel-first
     arr = np.asarray(img, dtype=np.uint8)
     if arr.ndim == 2:
-        arr = arr[:, :, None]
-    return ember.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
+        return ember.from_numpy(arr).unsqueeze(0)
+    return ember.from_numpy(arr).permute(2, 0, 1)
 
 
 def _decode(data, mode, apply_exif_orientation, fn, expect=None):
