@@ -219,6 +219,8 @@ def test_cifar_download_extract_and_read(tmp_path, server, monkeypatch, cls):
 
 
 def test_real_urls_and_md5s():
+    assert D.EMNIST.url == "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip"
+    assert D.EMNIST.md5 == "58c8d27c78d21e728a6bc7b3cc06412e"
     assert D.CIFAR10.url == "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
     assert D.CIFAR10.tgz_md5 == "c58f30108f718f92721af3b95e74349a"
     assert D.CIFAR100.tgz_md5 == "eb9058c3a382ffc7106e4002c42a8d85"
@@ -235,3 +237,49 @@ def test_utils(tmp_path):
     assert verify_str_arg("train", "split", ("train", "test")) == "train"
     with pytest.raises(ValueError, match="Unknown value 'val' for argument split"):
         verify_str_arg("val", "split", ("train", "test"))
+
+
+def test_emnist_download_zip(tmp_path, server, monkeypatch):
+    import zipfile
+
+    www, url = server
+    gz = tmp_path / "gz"
+    gz.mkdir()
+    rs = np.random.RandomState(3)
+    images = rs.randint(0, 256, (5, 28, 28)).astype(np.uint8)
+    labels = rs.randint(1, 27, 5).astype(np.uint8)
+    for prefix in ("train", "test"):
+        for kind, arr in (("images-idx3", images), ("labels-idx1", labels)):
+            with gzip.open(gz / f"emnist-letters-{prefix}-{kind}-ubyte.gz", "wb") as f:
+                f.write(_idx(arr))
+    with zipfile.ZipFile(www / "gzip.zip", "w") as z:
+        for p in sorted(gz.iterdir()):
+            z.write(p, f"gzip/{p.name}")
+    monkeypatch.setattr(D.EMNIST, "url", url + "gzip.zip")
+    monkeypatch.setattr(D.EMNIST, "md5", _md5(www / "gzip.zip"))
+    d = D.EMNIST(tmp_path / "data", split="letters", download=True)
+    assert len(d) == 5 and d.classes[0] == "N/A" and len(d.classes) == 27
+    assert d[3][1] == int(labels[3])
+    np.testing.assert_array_equal(np.asarray(d[0][0]), images[0])
+    assert not (tmp_path / "data" / "EMNIST" / "raw" / "gzip").exists()
+    with pytest.raises(ValueError, match="Unknown value 'nope' for argument split"):
+        D.EMNIST(tmp_path / "data", split="nope")
+
+
+def test_svhn_reads_mat_files(tmp_path, monkeypatch):
+    sio = pytest.importorskip("scipy.io")
+    rs = np.random.RandomState(4)
+    x = rs.randint(0, 256, (32, 32, 3, 4)).astype(np.uint8)
+    y = np.array([[10], [1], [2], [10]], dtype=np.uint8)
+    sio.savemat(tmp_path / "test_32x32.mat", {"X": x, "y": y})
+    split = dict(D.SVHN.split_list)
+    split["test"] = [split["test"][0], "test_32x32.mat", _md5(tmp_path / "test_32x32.mat")]
+    monkeypatch.setattr(D.SVHN, "split_list", split)
+    d = D.SVHN(tmp_path, split="test", transform=T.PILToTensor())
+    assert len(d) == 4 and d.labels.tolist() == [0, 1, 2, 0]
+    img, target = d[1]
+    np.testing.assert_array_equal(img.numpy(), x[:, :, :, 1].transpose(2, 0, 1))
+    assert "Split: test" in repr(d)
+    assert D.SVHN.split_list["train"][2] == "e26dedcc434d2e4c54c9b2d4a06d8373"
+    with pytest.raises(RuntimeError, match="not found or corrupted"):
+        D.SVHN(tmp_path, split="train")

@@ -1,12 +1,14 @@
-"""MNIST, FashionMNIST and KMNIST from their IDX files (`root/<Class>/raw`)."""
+"""MNIST, FashionMNIST, KMNIST and EMNIST from their IDX files (`root/<Class>/raw`)."""
 import os
+import shutil
+import string
 import warnings
 
 import numpy as np
 
 import ember
 
-from .utils import check_integrity, download_and_extract_archive
+from .utils import check_integrity, download_and_extract_archive, extract_archive, verify_str_arg
 from .vision import VisionDataset
 
 
@@ -176,3 +178,58 @@ def read_image_file(path):
     if x.ndim != 3:
         raise ValueError(f"x should have 3 dimension instead of {x.ndim}")
     return x
+
+
+class EMNIST(MNIST):
+    """EMNIST (`split` in byclass, bymerge, balanced, letters, digits, mnist) from NIST's gzip.zip."""
+
+    url = "https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip"
+    md5 = "58c8d27c78d21e728a6bc7b3cc06412e"
+    splits = ("byclass", "bymerge", "balanced", "letters", "digits", "mnist")
+    # lower-case letters merged into their upper-case class in bymerge/balanced
+    _merged_classes = {"c", "i", "j", "k", "l", "m", "o", "p", "s", "u", "v", "w", "x", "y", "z"}
+    _all_classes = set(string.digits + string.ascii_letters)
+    classes_split_dict = {
+        "byclass": sorted(_all_classes),
+        "bymerge": sorted(_all_classes - _merged_classes),
+        "balanced": sorted(_all_classes - _merged_classes),
+        "letters": ["N/A"] + list(string.ascii_lowercase),
+        "digits": list(string.digits),
+        "mnist": list(string.digits),
+    }
+
+    def __init__(self, root, split, **kwargs):
+        self.split = verify_str_arg(split, "split", self.splits)
+        self.training_file = f"training_{split}.pt"
+        self.test_file = f"test_{split}.pt"
+        super().__init__(root, **kwargs)
+        self.classes = self.classes_split_dict[self.split]
+
+    @property
+    def _file_prefix(self):
+        return f"emnist-{self.split}-{'train' if self.train else 'test'}"
+
+    @property
+    def images_file(self):
+        return os.path.join(self.raw_folder, f"{self._file_prefix}-images-idx3-ubyte")
+
+    @property
+    def labels_file(self):
+        return os.path.join(self.raw_folder, f"{self._file_prefix}-labels-idx1-ubyte")
+
+    def _load_data(self):
+        return read_image_file(self.images_file), read_label_file(self.labels_file)
+
+    def _check_exists(self):
+        return all(check_integrity(f) for f in (self.images_file, self.labels_file))
+
+    def download(self):
+        if self._check_exists():
+            return
+        os.makedirs(self.raw_folder, exist_ok=True)
+        download_and_extract_archive(self.url, download_root=self.raw_folder, md5=self.md5)
+        gzip_folder = os.path.join(self.raw_folder, "gzip")
+        for name in os.listdir(gzip_folder):
+            if name.endswith(".gz"):
+                extract_archive(os.path.join(gzip_folder, name), self.raw_folder)
+        shutil.rmtree(gzip_folder)
