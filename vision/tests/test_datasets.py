@@ -283,3 +283,67 @@ def test_svhn_reads_mat_files(tmp_path, monkeypatch):
     assert D.SVHN.split_list["train"][2] == "e26dedcc434d2e4c54c9b2d4a06d8373"
     with pytest.raises(RuntimeError, match="not found or corrupted"):
         D.SVHN(tmp_path, split="train")
+
+
+def test_imagenet_from_local_archives(tmp_path, monkeypatch):
+    sio = pytest.importorskip("scipy.io")
+    from embervision.datasets import imagenet
+
+    root = tmp_path / "imagenet"
+    root.mkdir()
+    work = tmp_path / "work"
+    # devkit: meta.mat with two leaf synsets and one parent, and the validation ground truth
+    devkit = work / "ILSVRC2012_devkit_t12" / "data"
+    devkit.mkdir(parents=True)
+    dt = [("ILSVRC2012_ID", "O"), ("WNID", "O"), ("words", "O"), ("gloss", "O"), ("num_children", "O"),
+          ("children", "O"), ("wordnet_height", "O"), ("num_train_images", "O")]
+    synsets = np.array([(1, "n01", "tench, Tinca tinca", "", 0, [], 0, 2),
+                        (2, "n02", "goldfish", "", 0, [], 0, 2),
+                        (3, "n99", "fish", "", 2, [1, 2], 1, 0)], dtype=dt)
+    sio.savemat(devkit / "meta.mat", {"synsets": synsets})
+    (devkit / "ILSVRC2012_validation_ground_truth.txt").write_text("2\n1\n2\n")
+    with tarfile.open(root / "ILSVRC2012_devkit_t12.tar.gz", "w:gz") as tar:
+        tar.add(work / "ILSVRC2012_devkit_t12", arcname="ILSVRC2012_devkit_t12")
+    # train: a tar of per-class tars; val: a flat tar of images
+    rs = np.random.RandomState(0)
+
+    def png(path):
+        Image.fromarray(rs.randint(0, 256, (4, 4, 3)).astype(np.uint8)).save(path, format="JPEG")
+
+    (work / "train").mkdir()
+    for wnid in ("n01", "n02"):
+        (work / wnid).mkdir()
+        for i in range(2):
+            png(work / wnid / f"{wnid}_{i}.JPEG")
+        with tarfile.open(work / "train" / f"{wnid}.tar", "w") as tar:
+            for p in sorted((work / wnid).iterdir()):
+                tar.add(p, arcname=p.name)
+    with tarfile.open(root / "ILSVRC2012_img_train.tar", "w") as tar:
+        for p in sorted((work / "train").iterdir()):
+            tar.add(p, arcname=p.name)
+    (work / "val").mkdir()
+    for i in range(3):
+        png(work / "val" / f"ILSVRC2012_val_{i + 1:08d}.JPEG")
+    with tarfile.open(root / "ILSVRC2012_img_val.tar", "w") as tar:
+        for p in sorted((work / "val").iterdir()):
+            tar.add(p, arcname=p.name)
+    meta = {k: (name, _md5(root / name)) for k, (name, _) in imagenet.ARCHIVE_META.items()}
+    monkeypatch.setattr(imagenet, "ARCHIVE_META", meta)
+
+    train = D.ImageNet(root, split="train")
+    assert train.wnids == ["n01", "n02"] and train.classes == [("tench", "Tinca tinca"), ("goldfish",)]
+    assert train.class_to_idx == {"tench": 0, "Tinca tinca": 0, "goldfish": 1}
+    assert len(train) == 4 and train[3][1] == 1 and train[0][0].size == (4, 4)
+    val = D.ImageNet(root, split="val")
+    assert [t for _, t in val.samples] == [0, 1, 1]
+    assert os.path.basename(val.samples[0][0]) == "ILSVRC2012_val_00000002.JPEG"
+    assert "Split: val" in repr(val)
+    with pytest.raises(RuntimeError, match="not present in the root directory"):
+        D.ImageNet(tmp_path / "empty", split="val")
+
+
+def test_imagenet_archive_names():
+    from embervision.datasets import imagenet
+
+    assert imagenet.ARCHIVE_META["devkit"] == ("ILSVRC2012_devkit_t12.tar.gz", "fa75699e90414af021442c21a62c3abf")
+    assert imagenet.ARCHIVE_META["val"][1] == "29b22e2961454d5413ddabcf34fc5622"
