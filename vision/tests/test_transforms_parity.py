@@ -14,7 +14,7 @@ PIL = pytest.importorskip("PIL.Image")
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 sys.path.insert(0, FIXTURES)
-from transforms_cases import PIL_INPUTS, cases, inputs  # noqa: E402
+from transforms_cases import PIL_INPUTS, PRESET_CASES, cases, inputs  # noqa: E402
 
 EXPECTED = np.load(os.path.join(FIXTURES, "transforms_expected.npz"))
 
@@ -59,3 +59,18 @@ def test_functional_matches_torchvision(name, key, tol, call):
         if want.dtype == np.uint8:
             # off-by-one from float rounding may touch a few pixels only
             assert (diff > 0).mean() < 0.02, f"{(diff > 0).mean():.3%} pixels differ"
+
+
+@pytest.mark.parametrize("name,key,tol,expr", PRESET_CASES, ids=[c[0] for c in PRESET_CASES])
+def test_presets_match_torchvision(name, key, tol, expr):
+    from embervision.transforms import _presets as P
+
+    out = eval(expr, {"P": P, "IM": InterpolationMode})(IMAGES[key])
+    got, want = _np(out), EXPECTED[name]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if tol == "level":
+        level = 1 / 255 / 0.216989  # one uint8 level over the smallest std of the presets
+        diff = np.abs(got - want)
+        assert diff.max() <= level * 1.001 and (diff > 1e-5).mean() < 0.01
+    else:
+        np.testing.assert_allclose(got, want, rtol=0, atol=tol)
