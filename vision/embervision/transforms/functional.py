@@ -110,8 +110,8 @@ def pil_to_tensor(pic):
     if not F_pil._is_pil_image(pic):
         raise TypeError(f"pic should be PIL Image. Got {type(pic)}")
     arr = np.array(pic, copy=True)
-    if arr.dtype == bool:
-        arr = arr.astype(np.uint8)
+    if arr.dtype == np.uint16:  # 'I;16' images: ember has no uint16, values fit int32
+        arr = arr.astype(np.int32)
     arr = arr.reshape(pic.size[1], pic.size[0], F_pil.get_image_num_channels(pic))
     return ember.from_numpy(np.ascontiguousarray(arr)).permute((2, 0, 1))
 
