@@ -347,3 +347,12 @@ def test_imagenet_archive_names():
 
     assert imagenet.ARCHIVE_META["devkit"] == ("ILSVRC2012_devkit_t12.tar.gz", "fa75699e90414af021442c21a62c3abf")
     assert imagenet.ARCHIVE_META["val"][1] == "29b22e2961454d5413ddabcf34fc5622"
+
+
+def test_worker_processes_run_the_transforms():
+    from emberdata import DataLoader
+
+    d = D.FakeData(8, (3, 12, 12), transform=T.Compose([T.RandomResizedCrop(8), T.ToTensor()]))
+    batches = list(DataLoader(d, batch_size=4, num_workers=2))
+    assert [b[0].shape for b in batches] == [(4, 3, 8, 8)] * 2
+    assert sorted(int(t) for b in batches for t in b[1].tolist()) == sorted(d[i][1] for i in range(8))

@@ -138,3 +138,13 @@ def test_errors():
         F.gaussian_blur(img, 4)
     with pytest.raises(ValueError, match="unsupported with Tensor input"):
         F.rotate(img, 10, interpolation=T.InterpolationMode.BICUBIC)
+
+
+def test_transforms_pickle_and_deepcopy():
+    import copy
+    import pickle
+
+    for t in [T.Compose([T.RandomResizedCrop(8), T.RandomHorizontalFlip(), T.ToTensor()]), T.AutoAugment(),
+              T.AugMix(), P.ImageClassification(crop_size=8), T.ColorJitter(0.3), T.RandomErasing()]:
+        assert repr(pickle.loads(pickle.dumps(t))) == repr(t)
+        assert repr(copy.deepcopy(t)) == repr(t)
