@@ -1,4 +1,5 @@
 """Image file I/O (see the package docstring)."""
+import ctypes
 import io
 import os
 from enum import Enum
@@ -111,12 +112,78 @@ def _to_tensor(img, mode, apply_exif_orientation):
         return ember.from_numpy(np.ascontiguousarray(arr))
     if img.mode != target:
         img = img.convert(target)
-    # Pillow hands out a private copy of its pixels (HWC); the tensor shares it, as a (C, H, W)
-    # view, as TorchVision's decoders return a permuted view: no second copy to go channel-first
-    arr = np.asarray(img, dtype=np.uint8)
+    # The tensor is a (C, H, W) view of the pixels, as TorchVision's decoders return a permuted
+    # view: no copy to go channel-first. Pillow's own pixel memory when it exports it (Arrow),
+    # else a copy of it.
+    arr = _shared_pixels(img)
+    if arr is None:
+        arr = np.asarray(img, dtype=np.uint8)
     if arr.ndim == 2:
         return ember.from_numpy(arr).unsqueeze(0)
-    return ember.from_numpy(arr).permute(2, 0, 1)
+    channels = {"RGB": 3, "RGBA": 4}.get(img.mode, arr.shape[2])
+    return ember.from_numpy(arr)[:, :, :channels].permute(2, 0, 1)
+
+
+class _ArrowSchema(ctypes.Structure):
+    pass
+
+
+_ArrowSchema._fields_ = [("format", ctypes.c_char_p), ("name", ctypes.c_char_p), ("metadata", ctypes.c_char_p),
+                         ("flags", ctypes.c_int64), ("n_children", ctypes.c_int64),
+                         ("children", ctypes.POINTER(ctypes.POINTER(_ArrowSchema))), ("dictionary", ctypes.c_void_p),
+                         ("release", ctypes.c_void_p), ("private_data", ctypes.c_void_p)]
+
+
+class _ArrowArray(ctypes.Structure):
+    pass
+
+
+_ArrowArray._fields_ = [("length", ctypes.c_int64), ("null_count", ctypes.c_int64), ("offset", ctypes.c_int64),
+                        ("n_buffers", ctypes.c_int64), ("n_children", ctypes.c_int64),
+                        ("buffers", ctypes.POINTER(ctypes.c_void_p)),
+                        ("children", ctypes.POINTER(ctypes.POINTER(_ArrowArray))), ("dictionary", ctypes.c_void_p),
+                        ("release", ctypes.c_void_p), ("private_data", ctypes.c_void_p)]
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class _PixelOwner:
+    """Keeps a decoded image and its Arrow export alive for as long as an array views its pixels
+    (the Arrow C data interface keeps the memory valid until the array capsule is released)."""
+
+    def __init__(self, img, capsules, address, shape):
+        self.img, self.capsules = img, capsules
+        self.__array_interface__ = {"shape": shape, "typestr": "|u1", "data": (address, False), "version": 3}
+
+
+def _shared_pixels(img):
+    """Pillow's own pixel memory as an (H, W) or (H, W, 4) uint8 array, through its Arrow export
+    (Pillow >= 11.2, images held in one block), or None. RGB pixels are stored RGBX."""
+    if img.mode not in ("L", "RGB", "RGBA") or not hasattr(img, "__arrow_c_array__"):
+        return None
+    try:
+        capsules = img.__arrow_c_array__()
+        schema = _ArrowSchema.from_address(_capsule_pointer(capsules[0], b"arrow_schema"))
+        array = _ArrowArray.from_address(_capsule_pointer(capsules[1], b"arrow_array"))
+    except Exception:  # older Pillow, or an image in several blocks
+        return None
+    w, h = img.size
+    if array.length != w * h or array.offset != 0 or array.null_count != 0:
+        return None
+    if schema.format == b"C" and img.mode == "L" and array.n_buffers == 2:
+        address, shape = array.buffers[1], (h, w)
+    elif schema.format == b"+w:4" and array.n_children == 1:
+        child = array.children[0].contents
+        if child.offset != 0 or child.n_buffers != 2 or child.length != 4 * w * h:
+            return None
+        address, shape = child.buffers[1], (h, w, 4)
+    else:
+        return None
+    if not address:
+        return None
+    return np.asarray(_PixelOwner(img, capsules, address, shape))
 
 
 def _decode(data, mode, apply_exif_orientation, fn, expect=None):
