@@ -102,3 +102,19 @@ def test_corrupt_and_truncated_data_raise(tmp_path):
         encode_jpeg(ember.zeros(3, 4, 4, dtype=ember.uint8), quality=0)
     with pytest.raises(RuntimeError, match="channels"):
         encode_jpeg(ember.zeros(4, 4, 4, dtype=ember.uint8))
+
+
+def test_decoded_pixels_outlive_the_decoder():
+    import gc
+
+    png = encode_png(ember.from_numpy(EXPECTED["rgb"].copy()))
+    images = [decode_png(png) for _ in range(3)] + [decode_png(png, ImageReadMode.RGB_ALPHA),
+                                                    decode_png(png, ImageReadMode.GRAY)]
+    gc.collect()
+    junk = [np.full((20, 28, 3), 7, np.uint8) for _ in range(50)]  # reuse of freed memory would show
+    for img in images[:3]:
+        np.testing.assert_array_equal(img.numpy(), EXPECTED["rgb"])
+    assert images[3].shape == (4, 20, 28) and int(images[3][3].min()) == 255
+    images[0][0, 0, 0] = 1  # writable, and private to this tensor
+    assert int(images[1][0, 0, 0]) == int(EXPECTED["rgb"][0, 0, 0])
+    assert images[4].shape == (1, 20, 28) and len(junk) == 50
