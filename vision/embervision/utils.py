@@ -175,13 +175,13 @@ def draw_bounding_boxes(image, boxes, labels=None, colors=None, fill=False, widt
         image = _float_to_uint8(image)
     img_to_draw = _to_pil(image)
     img_boxes = boxes.to(ember.int64).tolist()
-    draw = ImageDraw.Draw(img_to_draw, "RGBA" if fill else None)
+    draw = _draw_class()(img_to_draw, "RGBA" if fill else None)
     for bbox, color, label, label_color, label_bg in zip(img_boxes, colors, labels, label_colors,
                                                         label_background_colors):
         fill_color = color + (100,) if fill else None
-        if len(bbox) > 4:
-            raise NotImplementedError("rotated (8-coordinate) boxes are not supported yet")
-        draw.rectangle(bbox, width=width, outline=color, fill=fill_color)
+        # (x1, y1, ..., x4, y4) is a rotated box, its first edge dashed to show the orientation
+        method = draw.oriented_rectangle if len(bbox) > 4 else draw.rectangle
+        method(bbox, width=width, outline=color, fill=fill_color)
         if label is not None:
             margin = width + 1
             if fill_labels:
@@ -192,6 +192,34 @@ def draw_bounding_boxes(image, boxes, labels=None, colors=None, fill=False, widt
     if original_dtype.is_floating_point:
         out = _uint8_to_float(out, original_dtype)
     return out
+
+
+def _draw_class():
+    from PIL import ImageDraw
+
+    class _Draw(ImageDraw.ImageDraw):
+        def oriented_rectangle(self, xy, fill=None, outline=None, width=1):
+            self.dashed_line(((xy[0], xy[1]), (xy[2], xy[3])), width=width, fill=outline)
+            for i in range(2, len(xy), 2):
+                self.line(((xy[i], xy[i + 1]), (xy[(i + 2) % len(xy)], xy[(i + 3) % len(xy)])), width=width,
+                          fill=outline)
+            self.polygon(xy, fill=fill, outline=None, width=0)
+
+        def dashed_line(self, xy, fill=None, width=0, joint=None, dash_length=5, space_length=5):
+            dash = True
+            for (x1, y1), (x2, y2) in zip(xy[:-1], xy[1:]):
+                remaining = math.hypot(x2 - x1, y2 - y1)
+                angle = math.atan2(y2 - y1, x2 - x1)
+                while remaining > 0:
+                    step = min(remaining, dash_length if dash else space_length)
+                    end_x, end_y = x1 + math.cos(angle) * step, y1 + math.sin(angle) * step
+                    if dash:
+                        self.line([(x1, y1), (end_x, end_y)], fill, width, joint)
+                    remaining -= step
+                    x1, y1 = end_x, end_y
+                    dash = not dash
+
+    return _Draw
 
 
 def draw_segmentation_masks(image, masks, alpha=0.8, colors=None):
