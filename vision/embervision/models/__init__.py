@@ -14,3 +14,5 @@ from embervision.models.shufflenetv2 import *  # noqa: F401,F403
 from embervision.models.squeezenet import *  # noqa: F401,F403
 from embervision.models.vgg import *  # noqa: F401,F403
 from embervision.models.googlenet import *  # noqa: F401,F403
+from embervision.models.inception import *  # noqa: F401,F403
+from embervision.models.efficientnet import *  # noqa: F401,F403
