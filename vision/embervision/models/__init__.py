@@ -16,3 +16,6 @@ from embervision.models.vgg import *  # noqa: F401,F403
 from embervision.models.googlenet import *  # noqa: F401,F403
 from embervision.models.inception import *  # noqa: F401,F403
 from embervision.models.efficientnet import *  # noqa: F401,F403
+from embervision.models.convnext import *  # noqa: F401,F403
+from embervision.models.vision_transformer import *  # noqa: F401,F403
+from embervision.models.regnet import *  # noqa: F401,F403

@@ -121,12 +121,16 @@ def _load_weights(model, weights, progress):
     return model
 
 
-def _builder(weights_enum, legacy=True):
+_FIRST = object()
+
+
+def _builder(weights_enum, legacy=True, pretrained=_FIRST):
     """Registers a builder and (with `legacy`) accepts the deprecated `pretrained=`, meaning the
-    enum's first (V1) weights."""
+    enum's first (V1) weights unless `pretrained` names other ones (None: no legacy weights, so
+    `pretrained=True` raises as in TorchVision)."""
     from embervision.models._api import register_model
 
-    first = next(iter(weights_enum))
+    first = next(iter(weights_enum)) if pretrained is _FIRST else pretrained
 
     def wrap(fn):
         if legacy:
