@@ -19,3 +19,4 @@ from embervision.models.efficientnet import *  # noqa: F401,F403
 from embervision.models.convnext import *  # noqa: F401,F403
 from embervision.models.vision_transformer import *  # noqa: F401,F403
 from embervision.models.regnet import *  # noqa: F401,F403
+from embervision.models.swin_transformer import *  # noqa: F401,F403
