@@ -120,3 +120,18 @@ def test_weights_load_from_local_file(tmp_path, monkeypatch):
     model = M.squeezenet1_1()
     model.load_state_dict(sd)
     assert ember.equal(model.features[0].weight, src.features[0].weight)
+
+
+def test_all_torchvision_classification_builders_registered():
+    assert len(list_models()) == 80
+
+
+def test_pretrained_without_legacy_weights():
+    with pytest.raises(ValueError, match="No weights available for model vit_h_14"):
+        M.vit_h_14(pretrained=True)
+    assert M.ViT_H_14_Weights.DEFAULT is M.ViT_H_14_Weights.IMAGENET1K_SWAG_E2E_V1
+
+
+def test_efficientnet_current_urls():
+    # TorchVision renamed the B0-B4 files whose hash prefix did not match their SHA-256.
+    assert M.EfficientNet_B0_Weights.IMAGENET1K_V1.url.endswith("efficientnet_b0_rwightman-7f5810bc.pth")

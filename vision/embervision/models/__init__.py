@@ -20,3 +20,4 @@ from embervision.models.convnext import *  # noqa: F401,F403
 from embervision.models.vision_transformer import *  # noqa: F401,F403
 from embervision.models.regnet import *  # noqa: F401,F403
 from embervision.models.swin_transformer import *  # noqa: F401,F403
+from embervision.models.maxvit import *  # noqa: F401,F403
