@@ -135,3 +135,32 @@ def test_pretrained_without_legacy_weights():
 def test_efficientnet_current_urls():
     # TorchVision renamed the B0-B4 files whose hash prefix did not match their SHA-256.
     assert M.EfficientNet_B0_Weights.IMAGENET1K_V1.url.endswith("efficientnet_b0_rwightman-7f5810bc.pth")
+
+
+def test_old_checkpoint_key_names():
+    # DenseNet ("norm.1") and ViT ("mlp.linear_1") checkpoints as TorchVision published them.
+    ember.manual_seed(0)
+    vit = M.vit_b_32(image_size=32, num_classes=2)
+    sd = vit.state_dict()
+    old = type(sd)()
+    for k, v in sd.items():
+        old[k.replace("mlp.0.", "mlp.linear_1.").replace("mlp.3.", "mlp.linear_2.")] = v
+    assert any("linear_1" in k for k in old)
+    fresh = M.vit_b_32(image_size=32, num_classes=2)
+    fresh.load_state_dict(old)
+    assert ember.equal(fresh.encoder.layers[0].mlp[0].weight, vit.encoder.layers[0].mlp[0].weight)
+
+    dn = M.densenet121(num_classes=2)
+    sd = {k if k.endswith("num_batches_tracked") else k.replace("norm1.", "norm.1.").replace("conv2.", "conv.2."): v
+          for k, v in dn.state_dict().items()}
+
+    class _W:
+        def get_state_dict(self, progress):
+            return dict(sd)
+
+    from embervision.models.densenet import _load_state_dict
+
+    fresh = M.densenet121(num_classes=2)
+    _load_state_dict(fresh, _W(), False)
+    assert ember.equal(fresh.features.denseblock1.denselayer1.norm1.weight,
+                       dn.features.denseblock1.denselayer1.norm1.weight)

@@ -1,4 +1,5 @@
 """MNASNet ("MnasNet: Platform-Aware Neural Architecture Search for Mobile", Tan et al.)."""
+import warnings
 from typing import Optional
 
 from ember import nn
@@ -90,6 +91,37 @@ class MNASNet(nn.Module):
     def forward(self, x):
         x = self.layers(x)
         return self.classifier(x.mean([2, 3]))
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # Version 1 checkpoints had a fixed-width stem (32/16 channels) whatever alpha was: the
+        # model is rebuilt so before loading them. (A state dict without metadata counts as
+        # version 2, where TorchVision raises.)
+        version = local_metadata.get("version", None)
+        if version not in (None, 1, 2):
+            raise ValueError(f"version should be set to 1 or 2 instead of {version}")
+        if version == 1 and not self.alpha == 1.0:
+            d = _get_depths(self.alpha)
+            m = _BN_MOMENTUM
+            v1_stem = [
+                nn.Conv2d(3, 32, 3, padding=1, stride=2, bias=False), nn.BatchNorm2d(32, momentum=m),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(32, 32, 3, padding=1, stride=1, groups=32, bias=False), nn.BatchNorm2d(32, momentum=m),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(32, 16, 1, padding=0, stride=1, bias=False), nn.BatchNorm2d(16, momentum=m),
+                _stack(16, d[2], 3, 2, 3, 3, m),
+            ]
+            for idx, layer in enumerate(v1_stem):
+                self.layers[idx] = layer
+            self._version = 1
+            warnings.warn(
+                "A new version of MNASNet model has been implemented. Your checkpoint was saved using the previous "
+                "version. This checkpoint will load and work as before, but you may want to upgrade by training a "
+                "newer model or transfer learning from an updated ImageNet checkpoint.",
+                UserWarning,
+            )
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
 
 def _mnasnet(alpha, weights, progress, **kwargs):

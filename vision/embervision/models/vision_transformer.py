@@ -26,6 +26,20 @@ class MLPBlock(MLP):
                 if m.bias is not None:
                     nn.init.normal_(m.bias, std=1e-6)
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # The checkpoints published with TorchVision 0.13 name the two linear layers linear_1 and
+        # linear_2 (version 1 of this module); they are layers 0 and 3 of the MLP now.
+        version = local_metadata.get("version", None)
+        if version is None or version < 2:
+            for i in range(2):
+                for kind in ("weight", "bias"):
+                    old = f"{prefix}linear_{i + 1}.{kind}"
+                    if old in state_dict:
+                        state_dict[f"{prefix}{3 * i}.{kind}"] = state_dict.pop(old)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
 
 class EncoderBlock(nn.Module):
     def __init__(self, num_heads, hidden_dim, mlp_dim, dropout, attention_dropout,
