@@ -71,7 +71,7 @@ from ember import _functorch  # noqa: E402
 
 _functorch.install()  # BatchedTensor (vmap) takes the Tensor methods just added
 from ember import autograd, backends, func, nn, optim, return_types, utils  # noqa: E402,F401
-from ember import safetensors, serialization  # noqa: E402,F401
+from ember import hub, safetensors, serialization  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
 from ember.autograd.grad_mode import (  # noqa: E402,F401
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
