@@ -1,11 +1,8 @@
-"""embervision: TorchVision-style datasets, transforms, models and ops, on Ember tensors.
+"""embervision: TorchVision's datasets, transforms, models, io and utils, on Ember tensors.
 
-Nothing is implemented in this package yet; see README.md for what is planned.
+What works and what is missing: README.md.
 """
 
 __version__ = "0.1.0"
 
-from . import transforms  # noqa: E402
-from . import io  # noqa: E402
-from . import utils  # noqa: E402
-from . import datasets  # noqa: E402
+from . import datasets, io, models, ops, transforms, utils  # noqa: E402,F401
