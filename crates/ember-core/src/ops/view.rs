@@ -93,6 +93,9 @@ impl Tensor {
     }
 
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            bail!(Runtime, "narrow() cannot be applied to a 0-dim tensor.");
+        }
         let d = self.wrap_dim(dim)?;
         let size = self.shape()[d] as i64;
         let start = if start < 0 { start + size } else { start };
@@ -104,6 +107,9 @@ impl Tensor {
 
     /// Python-style slice `start:stop:step` along `dim` (bounds clamped as Python does).
     pub fn slice(&self, dim: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            bail!(Index, "slice() cannot be applied to a 0-dim tensor.");
+        }
         let d = self.wrap_dim(dim)?;
         if step <= 0 {
             bail!(Value, "slice step must be positive, got {step}");
@@ -120,6 +126,9 @@ impl Tensor {
     }
 
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            bail!(Index, "select() cannot be applied to a 0-dim tensor.");
+        }
         let d = self.wrap_dim(dim)?;
         let n = self.shape()[d] as i64;
         let i = if index < 0 { index + n } else { index };
@@ -171,6 +180,9 @@ impl Tensor {
 
     pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         let dims = dims.iter().map(|&d| self.wrap_dim(d)).collect::<Result<Vec<_>>>()?;
+        if self.ndim() == 0 {
+            return Ok(self.clone());
+        }
         let again: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
         self.view_with("FlipBackward0", self.layout().flip(&dims), move |g| g.flip(&again))
     }
