@@ -97,8 +97,11 @@ def test_flipped_input_is_read_through_a_copy():
 
 def test_strided_overlap_is_read_through_a_copy():
     x = ember.arange(8.)
-    x[:4].copy_(x[::2])
-    assert x.tolist() == [0, 2, 4, 6, 4, 5, 6, 7]
+    x[::2].copy_(x[:4])
+    assert x.tolist() == [0, 1, 1, 3, 2, 5, 3, 7]
+    y = ember.arange(8.)
+    y[::2].add_(y[:4])
+    assert y.tolist() == [0, 1, 3, 3, 6, 5, 9, 7]
 
 
 def test_index_ops_refuse_overlapping_sources():
@@ -338,3 +341,19 @@ def test_unique_dim_orders_slices_as_moveaxis():
         np.testing.assert_array_equal(ember.unique(ember.tensor(a), dim=dim).numpy(), np.unique(a, axis=dim))
     b = np.random.default_rng(1).integers(0, 2, (3, 2, 4, 2))
     np.testing.assert_array_equal(ember.unique(ember.tensor(b), dim=2).numpy(), np.unique(b, axis=2))
+
+
+def test_zero_dim_searchsorted_and_var():
+    s = ember.tensor(2.5)
+    with pytest.raises(RuntimeError, match="boundaries tensor should be 1 dimension"):
+        ember.searchsorted(s, s)
+    assert math.isnan(s.var(0).item()) and s.var(0, correction=0).item() == 0.0
+
+
+def test_narrow_and_flip_check_their_arguments():
+    v = ember.arange(5.)
+    with pytest.raises(IndexError):
+        v.narrow(0, 2 ** 62, 2 ** 62)  # start + length overflowed to a negative end
+    assert v[0:5:2 ** 63 - 1].tolist() == [0.0]
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times"):
+        ember.arange(4.).view(2, 2).flip((0, 0))

@@ -401,7 +401,7 @@ def _dims_count(input, dim):
     dims = (dim,) if isinstance(dim, numbers.Integral) else dim
     n = 1
     for d in dims:
-        n *= input.shape[d]
+        n *= input.shape[d] if input.ndim else 1  # a 0-d tensor's dim 0 holds its one element
     return n
 
 

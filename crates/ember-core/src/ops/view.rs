@@ -99,7 +99,7 @@ impl Tensor {
         let d = self.wrap_dim(dim)?;
         let size = self.shape()[d] as i64;
         let start = if start < 0 { start + size } else { start };
-        if start < 0 || length < 0 || start + length > size {
+        if start < 0 || length < 0 || start.checked_add(length).is_none_or(|end| end > size) {
             bail!(Index, "start ({start}) + length ({length}) exceeds dimension size ({size}).");
         }
         self.picking_view(["SliceBackward0", "SliceBackwardBackward0"], move |l| l.slice(d, start as usize, length as usize, 1))
@@ -121,7 +121,7 @@ impl Tensor {
             Some(v) => v.min(n),
         };
         let (s, e) = (clamp(start, 0), clamp(stop, n));
-        let len = if e > s { (e - s + step - 1) / step } else { 0 };
+        let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         self.picking_view(["SliceBackward0", "SliceBackwardBackward0"], move |l| l.slice(d, s as usize, len as usize, step as usize))
     }
 
@@ -180,6 +180,9 @@ impl Tensor {
 
     pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         let dims = dims.iter().map(|&d| self.wrap_dim(d)).collect::<Result<Vec<_>>>()?;
+        if let Some(d) = dims.iter().enumerate().find_map(|(i, d)| dims[..i].contains(d).then_some(d)) {
+            bail!(Runtime, "dim {d} appears multiple times in the list of dims");
+        }
         if self.ndim() == 0 {
             return Ok(self.clone());
         }
