@@ -166,11 +166,7 @@ fn full(py: Python<'_>, shape: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, dtyp
         Arg::Tensor(t) if t.numel() == 1 => Scalar::Float(t.item_f64().py()?),
         Arg::Tensor(_) => return Err(PyRuntimeError::new_err("fill_value must be a number or a one-element tensor")),
     };
-    if let (Scalar::Float(f), false) = (v, dtype.0.is_float()) {
-        if f.is_nan() {
-            return Err(PyRuntimeError::new_err(format!("value cannot be converted to type {} without overflow: nan", dtype.0)));
-        }
-    }
+    v.to_tensor_checked(dtype.0).py()?; // the value must fit the dtype, as PyTorch's fill_ checks
     let n = shape.iter().product();
     Ok(wrap(nogil(py, n, || creation::full(&shape, v, dtype.0))))
 }

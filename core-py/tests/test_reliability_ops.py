@@ -357,3 +357,11 @@ def test_narrow_and_flip_check_their_arguments():
     assert v[0:5:2 ** 63 - 1].tolist() == [0.0]
     with pytest.raises(RuntimeError, match="dim 0 appears multiple times"):
         ember.arange(4.).view(2, 2).flip((0, 0))
+
+
+def test_full_checks_its_value_like_fill():
+    with pytest.raises(RuntimeError, match="value cannot be converted to type float without overflow"):
+        ember.full((2,), 1 + 2j, dtype=ember.float32)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        ember.full((2,), 300, dtype=ember.uint8)
+    assert math.isnan(ember.full((1,), math.nan, dtype=ember.complex64)[0].real.item())
