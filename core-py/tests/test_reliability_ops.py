@@ -322,10 +322,10 @@ def test_writing_an_unrepresentable_scalar_raises():
     assert b.tolist() == [2, 0]
 
 
-@pytest.mark.parametrize("fn", [F.dropout, F.alpha_dropout, F.dropout1d, F.dropout2d])
-def test_dropout_refuses_nan_probability(fn):
+@pytest.mark.parametrize("fn, shape", [(F.dropout, (2, 3)), (F.alpha_dropout, (2, 3)), (F.dropout1d, (2, 3, 4)), (F.dropout2d, (2, 3, 4, 5))])
+def test_dropout_refuses_nan_probability(fn, shape):
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got nan"):
-        fn(ember.ones(2, 3, 4), p=math.nan, training=True)
+        fn(ember.ones(*shape), p=math.nan, training=True)
 
 
 def test_dropout_module_refuses_nan_probability():
