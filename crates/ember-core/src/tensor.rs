@@ -263,8 +263,14 @@ impl Tensor {
     }
 
     /// `self.copy_(src)`: broadcasts `src` and casts it to this tensor's dtype. Under autograd
-    /// the gradient of this tensor flows to `src` (summed over the broadcast dims).
+    /// the gradient of this tensor flows to `src` (summed over the broadcast dims). A one-element
+    /// `src` is a fill (Ember's `fill_`), which may write an expanded tensor.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        if src.numel() == 1 {
+            if let Some(target) = crate::ops::overlap::distinct_elements(self)? {
+                return target.copy_(src);
+            }
+        }
         autograd::inplace::in_place(
             self,
             &[src],

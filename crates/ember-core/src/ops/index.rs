@@ -162,6 +162,10 @@ impl IndexPlan {
         }
         let offsets = Tensor::zeros(&b_shape, DType::I64);
         for (d, idx) in indices {
+            // Byte and bool masks arrive here as the coordinates of their nonzeros.
+            if !matches!(idx.dtype(), DType::I64 | DType::I32) {
+                bail!(Index, "tensors used as indices must be long, int, byte or bool tensors, got {}", idx.dtype());
+            }
             let checked = checked_index(idx, x.shape()[*d], *d, true)?.broadcast_to(&b_shape)?;
             let s = x.strides()[*d] as i64;
             binary_into::<i64, i64, i64>(&offsets, &checked, &offsets, |o, i| o + i * s);
@@ -262,6 +266,8 @@ fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
 /// Under autograd, `x`'s gradient passes except where it was overwritten, and `values` receive
 /// the gradient at the indices.
 pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool) -> Result<()> {
+    let inputs: Vec<&Tensor> = indices.iter().map(|(_, i)| i).chain([values]).collect();
+    super::overlap::check_no_overlap(x, &inputs)?;
     autograd::inplace::in_place(x, &[values], || put(x, indices, values, accumulate), || {
         let fresh = {
             let _raw = autograd::untracked();
@@ -524,6 +530,7 @@ fn gather_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
 /// Under autograd (`Assign` and `Sum` only): `x`'s gradient passes except where assignment
 /// overwrote it, and `src` receives the gradient gathered at `index`.
 pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+    super::overlap::check_no_overlap(x, &[index, src])?;
     autograd::inplace::in_place(x, &[src], || scatter_kernel(x, dim, index, src, op, include_self), || {
         if !matches!(op, Reduce::Assign | Reduce::Sum) || !include_self {
             bail!(Runtime, "derivative for scatter_reduce with reduce={op:?} and include_self={include_self} is not implemented");
@@ -657,9 +664,11 @@ pub fn index_add_or_copy_(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor,
     let op = if accumulate { "index_add_" } else { "index_copy_" };
     let d = x.wrap_dim(dim)?;
     check_index_source(op, x, d, index, source)?;
+    // Unlike indexing, these refuse negative indices, as PyTorch does.
+    let index = checked_index(index, x.shape().get(d).copied().unwrap_or(1), d, false)?;
     let x1 = at_least_1d(x);
     let src = if x.ndim() == 0 { source.reshape(&[-1])? } else { source.clone() };
-    index_put(&x1, &[(d, at_least_1d(index))], &src, accumulate)
+    index_put(&x1, &[(d, at_least_1d(&index))], &src, accumulate)
 }
 
 /// `index_fill_`: every slice of `x` named by `index` along `dim` becomes `value` (a 0-d tensor).
@@ -732,10 +741,9 @@ fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {
 /// `masked_fill` into `out` (which may be `x` itself): `value` where `mask`, else `x`.
 pub fn masked_fill_into(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<()> {
     if out.is_alias_of(x) {
-        return autograd::inplace::in_place(out, &[value], || masked_fill_kernel(x, mask, value, out), || masked_fill(x, mask, value));
+        return autograd::inplace::in_place(out, &[value, mask], || masked_fill_kernel(x, mask, value, out), || masked_fill(x, mask, value));
     }
-    autograd::inplace::check_out(out, &[x, value])?;
-    masked_fill_kernel(x, mask, value, out)
+    autograd::inplace::out_write(out, &[x, mask, value], || masked_fill_kernel(x, mask, value, out), || masked_fill(x, mask, value))
 }
 
 fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<()> {
@@ -900,8 +908,7 @@ pub fn tri_into(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<
     if out.is_alias_of(x) {
         return autograd::inplace::in_place(out, &[], || tri_kernel(x, diagonal, upper, out), || tri(x, diagonal, upper));
     }
-    autograd::inplace::check_out(out, &[x])?;
-    tri_kernel(x, diagonal, upper, out)
+    autograd::inplace::out_write(out, &[x], || tri_kernel(x, diagonal, upper, out), || tri(x, diagonal, upper))
 }
 
 fn tri_kernel(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {

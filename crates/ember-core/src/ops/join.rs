@@ -56,8 +56,9 @@ fn is_legacy_empty(t: &Tensor) -> bool {
 
 /// `cat` into `out` (already shaped by `cat_shape`), each input cast into its slice.
 pub fn cat_into(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<()> {
-    crate::autograd::inplace::check_out(out, &tensors.iter().collect::<Vec<_>>())?;
-    cat_kernel(tensors, dim, out)
+    let inputs: Vec<&Tensor> = tensors.iter().collect();
+    super::overlap::check_no_overlap(out, &inputs)?;
+    crate::autograd::inplace::out_write(out, &inputs, || cat_kernel(tensors, dim, out), || cat(tensors, dim))
 }
 
 fn cat_kernel(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<()> {
@@ -194,6 +195,9 @@ fn roll_kernel(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     }
     if shifts.len() != dims.len() {
         bail!(Runtime, "shifts and dimensions must align. shifts: {}, dims:{}", shifts.len(), dims.len());
+    }
+    if x.ndim() == 0 {
+        bail!(Index, "Dimension specified as {} but tensor has no dimensions", dims[0]);
     }
     let mut cur = x.clone();
     for (&shift, &dim) in shifts.iter().zip(dims) {

@@ -5,7 +5,7 @@ use crate::bail;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generator {
@@ -84,6 +84,12 @@ pub fn default_generator() -> &'static Mutex<Generator> {
     G.get_or_init(|| Mutex::new(Generator::new(67280421310721)))
 }
 
+/// Locks a generator. A draw that panicked (a failed allocation) poisons the lock but leaves the
+/// generator whole, so later draws go on instead of all failing.
+pub fn lock(g: &Mutex<Generator>) -> MutexGuard<'_, Generator> {
+    g.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn float_out(dtype: DType, op: &str) -> Result<()> {
     if !dtype.is_float() {
         bail!(Type, "{op} expects a floating point dtype, got {dtype}");
@@ -134,8 +140,12 @@ pub fn randint(g: &mut Generator, shape: &[usize], low: i64, high: i64, dtype: D
 }
 
 pub fn randperm(g: &mut Generator, n: usize, dtype: DType) -> Result<Tensor> {
+    let mut v: Vec<i64> = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        bail!(Runtime, "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.", n as u128 * 8);
+    }
     let s = g.stream(n);
-    let mut v: Vec<i64> = (0..n as i64).collect();
+    v.extend(0..n as i64);
     for i in (1..n).rev() {
         v.swap(i, (s(i) % (i as u64 + 1)) as usize);
     }
@@ -175,6 +185,9 @@ pub fn multinomial(g: &mut Generator, probs: &Tensor, num_samples: usize, replac
         let mut w = p[r * cats..(r + 1) * cats].to_vec();
         if w.iter().sum::<f64>() <= 0.0 {
             bail!(Runtime, "invalid multinomial distribution (sum of probabilities <= 0)");
+        }
+        if !replacement && w.iter().filter(|&&wc| wc > 0.0).count() < num_samples {
+            bail!(Runtime, "invalid multinomial distribution (with replacement=False, not enough non-negative category to sample)");
         }
         for _ in 0..num_samples {
             let total: f64 = w.iter().sum();

@@ -536,8 +536,12 @@ pub fn unique(x: &Tensor, dim: Option<i64>, consecutive: bool, with_inverse: boo
 }
 
 fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
-    // Slices along `d` become contiguous rows of `m` elements.
-    let moved = x.transpose(0, d as i64)?.contiguous();
+    // Slices along `d` become contiguous rows of `m` elements, the other dims in their order (as
+    // PyTorch's `moveaxis`: a transpose would compare the elements of a slice in another order).
+    let ndim = x.ndim();
+    let to_front: Vec<i64> = [d].into_iter().chain((0..ndim).filter(|&k| k != d)).map(|k| k as i64).collect();
+    let back: Vec<i64> = (0..ndim).map(|k| (if k < d { k + 1 } else if k == d { 0 } else { k }) as i64).collect();
+    let moved = x.permute(&to_front)?.contiguous();
     let n = x.shape()[d];
     let m = if n == 0 { 0 } else { moved.numel() / n };
     let (firsts, inverse, counts) = with_dtype!(x.dtype(), T, {
@@ -561,7 +565,7 @@ fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Ten
         unsafe { std::ptr::copy_nonoverlapping(moved.byte_ptr().add(first * size), values.byte_ptr().add(g * size), size) };
     }
     let ng = firsts.len();
-    Ok((values.transpose(0, d as i64)?.contiguous(), Tensor::from_vec(inverse, &[n])?, Tensor::from_vec(counts, &[ng])?))
+    Ok((values.permute(&back)?.contiguous(), Tensor::from_vec(inverse, &[n])?, Tensor::from_vec(counts, &[ng])?))
 }
 
 /// `searchsorted`: for each value of `x`, its insertion point in the matching row of `seq` (1-d,
@@ -570,8 +574,8 @@ fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Ten
 pub fn searchsorted(seq: &Tensor, x: &Tensor, right: bool, sorter: Option<&Tensor>, out_int32: bool) -> Result<Tensor> {
     x.dtype().require_real("searchsorted_cpu")?;
     seq.dtype().require_real("searchsorted_cpu")?;
-    let fits = seq.ndim() == 1 || (seq.ndim() == x.ndim() && seq.shape()[..seq.ndim() - 1] == x.shape()[..x.ndim() - 1]);
-    if seq.ndim() == 0 || !fits {
+    let fits = seq.ndim() == 1 || (seq.ndim() > 1 && seq.ndim() == x.ndim() && seq.shape()[..seq.ndim() - 1] == x.shape()[..x.ndim() - 1]);
+    if !fits {
         bail!(Runtime, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}", seq.shape(), x.shape());
     }
     let n = *seq.shape().last().unwrap();

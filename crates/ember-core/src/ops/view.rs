@@ -93,10 +93,13 @@ impl Tensor {
     }
 
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            bail!(Runtime, "narrow() cannot be applied to a 0-dim tensor.");
+        }
         let d = self.wrap_dim(dim)?;
         let size = self.shape()[d] as i64;
         let start = if start < 0 { start + size } else { start };
-        if start < 0 || length < 0 || start + length > size {
+        if start < 0 || length < 0 || start.checked_add(length).is_none_or(|end| end > size) {
             bail!(Index, "start ({start}) + length ({length}) exceeds dimension size ({size}).");
         }
         self.picking_view(["SliceBackward0", "SliceBackwardBackward0"], move |l| l.slice(d, start as usize, length as usize, 1))
@@ -104,6 +107,9 @@ impl Tensor {
 
     /// Python-style slice `start:stop:step` along `dim` (bounds clamped as Python does).
     pub fn slice(&self, dim: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            bail!(Index, "slice() cannot be applied to a 0-dim tensor.");
+        }
         let d = self.wrap_dim(dim)?;
         if step <= 0 {
             bail!(Value, "slice step must be positive, got {step}");
@@ -115,11 +121,14 @@ impl Tensor {
             Some(v) => v.min(n),
         };
         let (s, e) = (clamp(start, 0), clamp(stop, n));
-        let len = if e > s { (e - s + step - 1) / step } else { 0 };
+        let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         self.picking_view(["SliceBackward0", "SliceBackwardBackward0"], move |l| l.slice(d, s as usize, len as usize, step as usize))
     }
 
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            bail!(Index, "select() cannot be applied to a 0-dim tensor.");
+        }
         let d = self.wrap_dim(dim)?;
         let n = self.shape()[d] as i64;
         let i = if index < 0 { index + n } else { index };
@@ -171,6 +180,12 @@ impl Tensor {
 
     pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         let dims = dims.iter().map(|&d| self.wrap_dim(d)).collect::<Result<Vec<_>>>()?;
+        if let Some(d) = dims.iter().enumerate().find_map(|(i, d)| dims[..i].contains(d).then_some(d)) {
+            bail!(Runtime, "dim {d} appears multiple times in the list of dims");
+        }
+        if self.ndim() == 0 {
+            return Ok(self.clone());
+        }
         let again: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
         self.view_with("FlipBackward0", self.layout().flip(&dims), move |g| g.flip(&again))
     }

@@ -129,7 +129,7 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, y: &Tensor) ->
                 neg(&mul(g, &q)?)
             })?])
         }),
-        FloorDiv => record("FloorDivideBackward0", &ab, &[y], &[], |ctx, g| {
+        FloorDiv | TruncDiv => record(if op == FloorDiv { "FloorDivideBackward0" } else { "DivBackward0" }, &ab, &[y], &[], |ctx, g| {
             Ok(vec![want(ctx, 0, || Ok(zeros_like(&g[0])))?, want(ctx, 1, || Ok(zeros_like(&g[0])))?])
         }),
         Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor | BitwiseAnd | BitwiseOr | BitwiseXor | LeftShift | RightShift => Ok(()),
