@@ -115,8 +115,8 @@ fn masked_scatter_(py: Python<'_>, x: &PyTensor, mask: &PyTensor, source: &PyTen
 }
 
 #[pyfunction]
-fn nonzero(py: Python<'_>, x: &PyTensor) -> PyTensor {
-    wrap(py.detach(|| index::nonzero(&x.t)))
+fn nonzero(py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
+    Ok(wrap(py.detach(|| index::nonzero(&x.t)).py()?))
 }
 
 /// `tril`/`triu` (`upper`) into a fresh tensor, or into `x` itself with `inplace`.

@@ -168,17 +168,17 @@ fn full(py: Python<'_>, shape: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, dtyp
     };
     v.to_tensor_checked(dtype.0).py()?; // the value must fit the dtype, as PyTorch's fill_ checks
     let n = shape.iter().product();
-    Ok(wrap(nogil(py, n, || creation::full(&shape, v, dtype.0))))
+    Ok(wrap(nogil(py, n, || creation::full(&shape, v, dtype.0)).py()?))
 }
 
 #[pyfunction]
 fn zeros(shape: &Bound<'_, PyAny>, dtype: PyDType) -> PyResult<PyTensor> {
-    Ok(wrap(Tensor::zeros(&sizes(&shape_arg(shape, "size")?)?, dtype.0)))
+    Ok(wrap(Tensor::zeros(&sizes(&shape_arg(shape, "size")?)?, dtype.0).py()?))
 }
 
 #[pyfunction]
 fn empty(shape: &Bound<'_, PyAny>, dtype: PyDType) -> PyResult<PyTensor> {
-    Ok(wrap(Tensor::uninit(&sizes(&shape_arg(shape, "size")?)?, dtype.0)))
+    Ok(wrap(Tensor::uninit(&sizes(&shape_arg(shape, "size")?)?, dtype.0).py()?))
 }
 
 #[pyfunction]
@@ -210,7 +210,7 @@ fn complex_space(start: (f64, f64), end: (f64, f64), steps: i64, dtype: PyDType,
 #[pyfunction]
 fn eye(n: i64, m: i64, dtype: PyDType) -> PyResult<PyTensor> {
     let s = sizes(&[n, m])?;
-    Ok(wrap(creation::eye(s[0], s[1], dtype.0)))
+    Ok(wrap(creation::eye(s[0], s[1], dtype.0).py()?))
 }
 
 /// Wraps foreign CPU memory (from `__array_interface__` or DLPack) without copying; `owner`

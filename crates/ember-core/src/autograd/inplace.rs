@@ -115,7 +115,7 @@ fn copy_slices(base: &Tensor, view: &Tensor, value: &Tensor) -> Result<()> {
     // 1 outside the view, 0 inside: what of the base's gradient passes to its old contents.
     let keep = {
         let _raw = untracked();
-        let k = crate::ops::creation::full(base.shape(), crate::ops::binary::Scalar::Int(1), base.dtype());
+        let k = crate::ops::creation::full(base.shape(), crate::ops::binary::Scalar::Int(1), base.dtype())?;
         let flat = k.reshape(&[-1])?;
         crate::ops::index::index_fill_(&flat, 0, &idx.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(base.dtype()))?;
         k

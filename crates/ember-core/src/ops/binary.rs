@@ -300,7 +300,7 @@ fn binary_kernel(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
     let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
     let (x, y) = (a.materialize(compute, &shape)?, b.materialize(compute, &shape)?);
     check_int_divisor(op, &y)?;
-    let out = Tensor::uninit_like(&shape, out_dtype, same_shape_operand(&[a, b], &shape));
+    let out = Tensor::uninit_like(&shape, out_dtype, same_shape_operand(&[a, b], &shape))?;
     run(op, &x, &y, &out);
     Ok(out)
 }
@@ -510,7 +510,7 @@ fn where_kernel(cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
     let dtype = result_type(&[a, b]);
     let c = cond.to_dtype(DType::Bool).broadcast_to(&shape)?;
     let (x, y) = (a.materialize(dtype, &shape)?, b.materialize(dtype, &shape)?);
-    let out = Tensor::uninit_like(&shape, dtype, same_shape_operand(&[a, b], &shape));
+    let out = Tensor::uninit_like(&shape, dtype, same_shape_operand(&[a, b], &shape))?;
     if dtype.is_complex() {
         crate::with_complex!(dtype, T, ternary_into::<bool, T, T, T>(&c, &x, &y, &out, |c, x, y| if c { x } else { y }));
     } else {
@@ -532,7 +532,7 @@ fn lerp_kernel(start: &Tensor, end: &Tensor, weight: Operand) -> Result<Tensor> 
     let shape = broadcast_shapes(&broadcast_shapes(start.shape(), end.shape())?, weight.shape())?;
     let dtype = start.dtype();
     let (s, e, w) = (start.broadcast_to(&shape)?, end.broadcast_to(&shape)?, weight.materialize(dtype, &shape)?);
-    let out = Tensor::uninit_like(&shape, dtype, [start, end].into_iter().find(|t| t.shape() == shape.as_slice()));
+    let out = Tensor::uninit_like(&shape, dtype, [start, end].into_iter().find(|t| t.shape() == shape.as_slice()))?;
     crate::with_dtype!(dtype, T, ternary_into::<T, T, T, T>(&s, &e, &w, &out, |s, e, w| {
         let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
         T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })

@@ -32,26 +32,22 @@ impl PadMode {
 }
 
 /// The input position each output position reads along one dim; `None` is the fill value.
-/// `n + lo + hi` is checked by `check` not to overflow.
 fn position_map(n: usize, lo: i64, hi: i64, mode: PadMode) -> Result<Vec<Option<usize>>> {
     let (n, out) = (n as i64, n as i64 + lo + hi);
-    let mut map = Vec::new();
-    if map.try_reserve_exact(out.max(0) as usize).is_err() {
-        bail!(Runtime, "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.", out as u128 * std::mem::size_of::<Option<usize>>() as u128);
-    }
-    map.extend((0..out)
-        .map(|o| {
-            let i = o - lo;
-            let mapped = match mode {
-                PadMode::Constant(_) => i,
-                PadMode::Reflect if i < 0 => -i,
-                PadMode::Reflect if i >= n => 2 * (n - 1) - i,
-                PadMode::Reflect => i,
-                PadMode::Replicate => i.clamp(0, n - 1),
-                PadMode::Circular => i.rem_euclid(n),
-            };
-            (0..n).contains(&mapped).then_some(mapped as usize)
-        }));
+    // As long as the padded dim: allocated fallibly, before the output.
+    let mut map = crate::storage::try_vec(out.max(0) as usize)?;
+    map.extend((0..out).map(|o| {
+        let i = o - lo;
+        let mapped = match mode {
+            PadMode::Constant(_) => i,
+            PadMode::Reflect if i < 0 => -i,
+            PadMode::Reflect if i >= n => 2 * (n - 1) - i,
+            PadMode::Reflect => i,
+            PadMode::Replicate => i.clamp(0, n - 1),
+            PadMode::Circular => i.rem_euclid(n),
+        };
+        (0..n).contains(&mapped).then_some(mapped as usize)
+    }));
     Ok(map)
 }
 
@@ -77,8 +73,8 @@ fn check(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Vec<(i64, i64)>> 
     for j in 0..k {
         let d = ndim - 1 - j;
         let (lo, hi, n) = (pad[2 * j], pad[2 * j + 1], input.shape()[d] as i64);
-        if n.checked_add(lo).and_then(|m| m.checked_add(hi)).is_none() {
-            bail!(Runtime, "{} padding ({lo}, {hi}) at dimension {d} of input {}: the output size overflows", mode.name(), fmt_size(input.shape()));
+        if n.checked_add(lo).and_then(|s| s.checked_add(hi)).is_none() {
+            return Err(crate::layout::size_overflow(pad));
         }
         match mode {
             PadMode::Constant(_) if n + lo + hi < 0 => {
@@ -111,7 +107,7 @@ fn pad_kernel(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
     }
     let maps: Vec<Vec<Option<usize>>> = input.shape().iter().zip(&pads).map(|(&n, &(lo, hi))| position_map(n, lo, hi, mode)).collect::<Result<_>>()?;
     let shape: Vec<usize> = maps.iter().map(|m| m.len()).collect();
-    let out = Tensor::uninit(&shape, input.dtype());
+    let out = Tensor::uninit(&shape, input.dtype())?;
     if out.numel() == 0 {
         return Ok(out);
     }

@@ -105,9 +105,9 @@ fn cast_vec(t: Tensor, shape: &[usize], dtype: DType) -> Tensor {
 /// Uniform on [low, high).
 pub fn uniform(g: &mut Generator, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Tensor> {
     float_out(dtype, "uniform")?;
-    let n = crate::layout::numel(shape);
+    let n = crate::layout::checked_numel(shape, 8)?;
     let s = g.stream(n);
-    let t = from_index_fn::<f64>(n, |i| low + (high - low) * unit(s(i)));
+    let t = from_index_fn::<f64>(n, |i| low + (high - low) * unit(s(i)))?;
     Ok(cast_vec(t, shape, dtype))
 }
 
@@ -117,13 +117,13 @@ pub fn normal(g: &mut Generator, shape: &[usize], mean: f64, std: f64, dtype: DT
     if std < 0.0 {
         bail!(Runtime, "normal expects std >= 0.0, but found std {std}");
     }
-    let n = crate::layout::numel(shape);
+    let n = crate::layout::checked_numel(shape, 8)?;
     let s = g.stream(2 * n);
     let t = from_index_fn::<f64>(n, |i| {
         let u1 = 1.0 - unit(s(2 * i));
         let u2 = unit(s(2 * i + 1));
         mean + std * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    });
+    })?;
     Ok(cast_vec(t, shape, dtype))
 }
 
@@ -132,10 +132,10 @@ pub fn randint(g: &mut Generator, shape: &[usize], low: i64, high: i64, dtype: D
     if high <= low {
         bail!(Runtime, "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}");
     }
-    let n = crate::layout::numel(shape);
+    let n = crate::layout::checked_numel(shape, 8)?;
     let range = (high as i128 - low as i128) as u128;
     let s = g.stream(n);
-    let t = from_index_fn::<i64>(n, |i| (low as i128 + (s(i) as u128 % range) as i128) as i64);
+    let t = from_index_fn::<i64>(n, |i| (low as i128 + (s(i) as u128 % range) as i128) as i64)?;
     Ok(cast_vec(t, shape, dtype))
 }
 
@@ -159,7 +159,7 @@ pub fn bernoulli(g: &mut Generator, p: &Tensor, dtype: DType) -> Result<Tensor> 
         bail!(Runtime, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
     }
     let s = g.stream(probs.len());
-    let t = from_index_fn::<f64>(probs.len(), |i| (unit(s(i)) < probs[i]) as u8 as f64);
+    let t = from_index_fn::<f64>(probs.len(), |i| (unit(s(i)) < probs[i]) as u8 as f64)?;
     Ok(cast_vec(t, p.shape(), dtype))
 }
 

@@ -109,7 +109,7 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
         CountNonzero => DType::I64,
         _ => d,
     };
-    let out = Tensor::uninit(&out_shape(x.shape(), &mask, keepdim), out_dtype);
+    let out = Tensor::uninit(&out_shape(x.shape(), &mask, keepdim), out_dtype)?;
     macro_rules! go {
         ($T:ty, $A:ty, $O:ty, $init:expr, $load:expr, $step:expr, $finish:expr) => {
             go!($T, $A, $O, $init, $load, $step, $finish, None)
@@ -431,8 +431,8 @@ fn arg_reduce_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> 
     let mut mask = vec![false; x.ndim()];
     mask[dim] = true;
     let shape = out_shape(x.shape(), &mask, keepdim);
-    let values = Tensor::uninit(&shape, x.dtype());
-    let indices = Tensor::uninit(&shape, DType::I64);
+    let values = Tensor::uninit(&shape, x.dtype())?;
+    let indices = Tensor::uninit(&shape, DType::I64)?;
     // `dim` moved last with the kept dims in their order (a transpose would swap the last kept
     // dim into `dim`'s place and scramble the outputs' order).
     let order: Vec<i64> = (0..x.ndim()).filter(|&d| d != dim).chain([dim]).map(|d| d as i64).collect();

@@ -33,7 +33,7 @@ impl Tensor {
         let p = pick.clone();
         let map: LinearFn = Arc::new(move |t: &Tensor| Ok(t.with_layout(p(t.layout()))));
         let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
-            let z = Tensor::zeros(&shape, g.dtype());
+            let z = Tensor::zeros(&shape, g.dtype())?;
             z.with_layout(pick(z.layout())).copy_(g)?;
             Ok(z)
         });
@@ -209,7 +209,7 @@ impl Tensor {
         let shape = self.shape().to_vec();
         let map: LinearFn = Arc::new(move |t: &Tensor| Ok(t.with_layout(t.layout().unfold(d, size, step)?)));
         let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
-            let z = Tensor::zeros(&shape, g.dtype());
+            let z = Tensor::zeros(&shape, g.dtype())?;
             if z.ndim() == 0 {
                 z.copy_(&g.reshape(&[])?)?;
                 return Ok(z);
@@ -233,8 +233,9 @@ impl Tensor {
             bail!(Runtime, "mismatch in length of strides and shape: {} vs {}", strides.len(), shape.len());
         }
         let offset = offset.unwrap_or(self.layout().offset());
+        crate::layout::checked_numel(shape, 1)?;
         let l = Layout::new(shape.to_vec(), strides.to_vec(), offset);
-        let (lo, hi) = l.span();
+        let (lo, hi) = l.span()?;
         let available = self.storage().cpu().bytes() / self.dtype().size();
         if lo < 0 || hi as usize > available {
             bail!(Runtime, "setStorage: sizes {shape:?}, strides {strides:?}, storage offset {offset} require a storage of {hi} elements but it holds {available}");
@@ -259,7 +260,7 @@ fn unreshape(shape: &[usize]) -> impl Fn(&Tensor) -> Result<Tensor> + Send + Syn
 
 /// For each element of `view`, the flat index of the element of `base` at the same address.
 pub(crate) fn address_map(base: &Layout, view: &Layout) -> Result<Tensor> {
-    let (lo, hi) = base.span();
+    let (lo, hi) = base.span()?;
     let mut at = vec![-1i64; (hi - lo).max(0) as usize];
     for (flat, off) in offsets(base).into_iter().enumerate() {
         let slot = &mut at[(off - lo) as usize];

@@ -117,7 +117,7 @@ fn flops(n: usize, k: usize) -> usize {
 /// `X` and the info (1-based zero pivot).
 pub fn solve_kernel(a: &Tensor, b: &Tensor) -> Result<(Tensor, Info)> {
     let (a, b) = (Batch::new(a), Batch::new(b));
-    let out = Out::new(&b.lead, b.m, b.n, b.t.dtype());
+    let out = Out::new(&b.lead, b.m, b.n, b.t.dtype())?;
     let mut info = Info::new(a.count);
     let codes = info.writer();
     with_field!(a.t.dtype(), T, {
@@ -152,7 +152,7 @@ pub fn broadcast_pair(op: &str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tenso
 /// `inv(A)`: the solve against the identity; info is the zero pivot.
 pub fn inv_kernel(a: &Tensor) -> Result<(Tensor, Info)> {
     let n = a.shape()[a.ndim() - 1];
-    let eye = crate::ops::creation::eye(n, n, a.dtype()).broadcast_to(a.shape())?;
+    let eye = crate::ops::creation::eye(n, n, a.dtype())?.broadcast_to(a.shape())?;
     solve_kernel(a, &eye)
 }
 
@@ -188,7 +188,7 @@ pub fn lu_factor_kernel(a: &Tensor) -> Result<(Tensor, Tensor, Info)> {
     check_matrix("torch.linalg.lu_factor", a, false)?;
     let a = Batch::new(a);
     let k = a.m.min(a.n);
-    let out = Out::new(&a.lead, a.m, a.n, a.t.dtype());
+    let out = Out::new(&a.lead, a.m, a.n, a.t.dtype())?;
     let mut pivots = vec![0i32; a.count * k];
     let piv = crate::ops::map::Ptr(pivots.as_mut_ptr());
     let mut info = Info::new(a.count);
@@ -228,7 +228,7 @@ fn transpositions(perm: &[usize], k: usize) -> Vec<usize> {
 /// with batch dims matching `A`'s.
 pub fn solve_triangular_kernel(a: &Tensor, b: &Tensor, upper: bool, unit: bool) -> Result<Tensor> {
     let (a, b) = (Batch::new(a), Batch::new(b));
-    let out = Out::new(&b.lead, b.m, b.n, b.t.dtype());
+    let out = Out::new(&b.lead, b.m, b.n, b.t.dtype())?;
     with_field!(a.t.dtype(), T, {
         each(a.count, a.n * a.n * b.n, |i, par| unsafe {
             let (t, mut x) = (a.mat::<T>(i), out.mat::<T>(i));
