@@ -175,7 +175,13 @@ fn lengths_arg(obj: &Bound<'_, PyAny>, batch: usize, frames: usize) -> PyResult<
         .collect()
 }
 
+/// A count option, positive and within Flashlight's `int` (as torchaudio's binding takes it): a
+/// beam that wide would keep every hypothesis of a search that grows exponentially per frame,
+/// until memory ran out.
 fn positive(name: &str, value: i64) -> PyResult<usize> {
+    if value > i32::MAX as i64 {
+        return Err(PyValueError::new_err(format!("{name} must be at most {}, got {value}", i32::MAX)));
+    }
     usize::try_from(value)
         .ok()
         .filter(|&v| v > 0)

@@ -335,7 +335,7 @@ unsafe fn wrap_managed(managed: *mut DLManagedTensor, shape: Vec<usize>, strides
     let dl = &(*managed).dl_tensor;
     let item = dtype.size();
     let first = (dl.data as *mut u8).wrapping_add(dl.byte_offset as usize);
-    let (low, high) = Layout::new(shape.clone(), strides.clone(), 0).span();
+    let (low, high) = Layout::new(shape.clone(), strides.clone(), 0).span().map_err(crate::errors::to_py)?;
     let numel: usize = shape.iter().product();
     if numel > 0 && first.align_offset(item) != 0 {
         return Err(PyValueError::new_err(format!(

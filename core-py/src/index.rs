@@ -26,7 +26,7 @@ fn tensors(list: Vec<PyRef<'_, PyTensor>>) -> Vec<Tensor> {
 fn value_of(obj: &Bound<'_, PyAny>, what: &str, dtype: DType) -> PyResult<Tensor> {
     Ok(match arg(obj, what)? {
         Arg::Tensor(t) => t,
-        Arg::Scalar(s) => s.to_tensor(dtype),
+        Arg::Scalar(s) => s.to_tensor_checked(dtype).py()?,
     })
 }
 
@@ -66,7 +66,7 @@ fn scatter_(py: Python<'_>, x: &PyTensor, dim: i64, index: &PyTensor, src: &Boun
     };
     let src = match arg(src, "scatter(): src")? {
         Arg::Tensor(t) => t,
-        Arg::Scalar(s) => s.to_tensor(x.t.dtype()).broadcast_to(index.t.shape()).py()?,
+        Arg::Scalar(s) => s.to_tensor_checked(x.t.dtype()).py()?.broadcast_to(index.t.shape()).py()?,
     };
     py.detach(|| index::scatter_(&x.t, dim, &index.t, &src, op, include_self)).py()
 }
@@ -115,8 +115,8 @@ fn masked_scatter_(py: Python<'_>, x: &PyTensor, mask: &PyTensor, source: &PyTen
 }
 
 #[pyfunction]
-fn nonzero(py: Python<'_>, x: &PyTensor) -> PyTensor {
-    wrap(py.detach(|| index::nonzero(&x.t)))
+fn nonzero(py: Python<'_>, x: &PyTensor) -> PyResult<PyTensor> {
+    Ok(wrap(py.detach(|| index::nonzero(&x.t)).py()?))
 }
 
 /// `tril`/`triu` (`upper`) into a fresh tensor, or into `x` itself with `inplace`.

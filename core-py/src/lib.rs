@@ -25,10 +25,38 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use convert::PyDType;
 use ember_core::DType;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::panic::PanicException;
 use pyo3::prelude::*;
+
+/// The last resort for a Rust panic in any entry point. pyo3 catches it in every function and
+/// method trampoline and raises `PanicException`, which derives from `BaseException`, so
+/// `except Exception` let it through. That type is this extension's own (pyo3 is linked into
+/// each extension), so rebasing it on `RuntimeError` makes every panic the exception PyTorch
+/// raises for an internal error, on every path and at no cost per call.
+fn panics_as_runtime_errors(py: Python<'_>) -> PyResult<()> {
+    py.get_type::<PanicException>().setattr("__bases__", (py.get_type::<PyRuntimeError>(),))
+}
+
+/// A caught panic reaches Python with its message; the default hook would also print it with
+/// a location (and a backtrace) to stderr. Kept only where RUST_BACKTRACE asks for it.
+fn quiet_caught_panics() {
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
+}
+
+/// Panics with `message`: how the tests reach the panic path once every known panic is fixed.
+#[pyfunction]
+fn _panic_for_test(message: &str) {
+    panic!("{message}");
+}
 
 #[pymodule]
 fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    panics_as_runtime_errors(m.py())?;
+    quiet_caught_panics();
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<PyDType>()?;
     for d in DType::ALL {

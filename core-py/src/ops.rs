@@ -166,23 +166,19 @@ fn full(py: Python<'_>, shape: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, dtyp
         Arg::Tensor(t) if t.numel() == 1 => Scalar::Float(t.item_f64().py()?),
         Arg::Tensor(_) => return Err(PyRuntimeError::new_err("fill_value must be a number or a one-element tensor")),
     };
-    if let (Scalar::Float(f), false) = (v, dtype.0.is_float()) {
-        if f.is_nan() {
-            return Err(PyRuntimeError::new_err(format!("value cannot be converted to type {} without overflow: nan", dtype.0)));
-        }
-    }
+    v.to_tensor_checked(dtype.0).py()?; // the value must fit the dtype, as PyTorch's fill_ checks
     let n = shape.iter().product();
-    Ok(wrap(nogil(py, n, || creation::full(&shape, v, dtype.0))))
+    Ok(wrap(nogil(py, n, || creation::full(&shape, v, dtype.0)).py()?))
 }
 
 #[pyfunction]
 fn zeros(shape: &Bound<'_, PyAny>, dtype: PyDType) -> PyResult<PyTensor> {
-    Ok(wrap(Tensor::zeros(&sizes(&shape_arg(shape, "size")?)?, dtype.0)))
+    Ok(wrap(Tensor::zeros(&sizes(&shape_arg(shape, "size")?)?, dtype.0).py()?))
 }
 
 #[pyfunction]
 fn empty(shape: &Bound<'_, PyAny>, dtype: PyDType) -> PyResult<PyTensor> {
-    Ok(wrap(Tensor::uninit(&sizes(&shape_arg(shape, "size")?)?, dtype.0)))
+    Ok(wrap(Tensor::uninit(&sizes(&shape_arg(shape, "size")?)?, dtype.0).py()?))
 }
 
 #[pyfunction]
@@ -214,7 +210,7 @@ fn complex_space(start: (f64, f64), end: (f64, f64), steps: i64, dtype: PyDType,
 #[pyfunction]
 fn eye(n: i64, m: i64, dtype: PyDType) -> PyResult<PyTensor> {
     let s = sizes(&[n, m])?;
-    Ok(wrap(creation::eye(s[0], s[1], dtype.0)))
+    Ok(wrap(creation::eye(s[0], s[1], dtype.0).py()?))
 }
 
 /// Wraps foreign CPU memory (from `__array_interface__` or DLPack) without copying; `owner`
@@ -320,47 +316,47 @@ impl PyGenerator {
         Ok(PyGenerator(Mutex::new(Generator::new(67280421310721))))
     }
     fn manual_seed(slf: Py<Self>, py: Python<'_>, seed: i128) -> Py<Self> {
-        slf.borrow(py).0.lock().unwrap().manual_seed(seed as u64);
+        random::lock(&slf.borrow(py).0).manual_seed(seed as u64);
         slf
     }
     fn initial_seed(&self) -> u64 {
-        self.0.lock().unwrap().seed()
+        random::lock(&self.0).seed()
     }
     fn seed(&self) -> u64 {
         let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-        self.0.lock().unwrap().manual_seed(s);
+        random::lock(&self.0).manual_seed(s);
         s
     }
     fn get_state(&self) -> (u64, u64) {
-        self.0.lock().unwrap().state()
+        random::lock(&self.0).state()
     }
     fn set_state(&self, state: (u64, u64)) {
-        self.0.lock().unwrap().set_state(state)
+        random::lock(&self.0).set_state(state)
     }
 }
 
 fn with_gen<T>(g: Option<&PyGenerator>, f: impl FnOnce(&mut Generator) -> T) -> T {
     match g {
-        Some(g) => f(&mut g.0.lock().unwrap()),
-        None => f(&mut random::default_generator().lock().unwrap()),
+        Some(g) => f(&mut random::lock(&g.0)),
+        None => f(&mut random::lock(random::default_generator())),
     }
 }
 
 #[pyfunction]
 fn manual_seed(seed: i128) {
-    random::default_generator().lock().unwrap().manual_seed(seed as u64);
+    random::lock(random::default_generator()).manual_seed(seed as u64);
 }
 #[pyfunction]
 fn initial_seed() -> u64 {
-    random::default_generator().lock().unwrap().seed()
+    random::lock(random::default_generator()).seed()
 }
 #[pyfunction]
 fn get_rng_state() -> (u64, u64) {
-    random::default_generator().lock().unwrap().state()
+    random::lock(random::default_generator()).state()
 }
 #[pyfunction]
 fn set_rng_state(state: (u64, u64)) {
-    random::default_generator().lock().unwrap().set_state(state)
+    random::lock(random::default_generator()).set_state(state)
 }
 
 #[pyfunction]

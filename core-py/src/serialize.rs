@@ -5,7 +5,7 @@ use crate::errors::IntoPyResult;
 use crate::tensor::PyTensor;
 use ember_core::serialize::{self, safetensors};
 use ember_core::{DType, Tensor};
-use pyo3::exceptions::{PyException, PyNotImplementedError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyException, PyNotImplementedError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::collections::HashMap;
@@ -45,12 +45,13 @@ fn named(loaded: safetensors::Loaded) -> (Named, Metadata) {
 }
 
 /// Format errors become `SafetensorError`, missing dtypes `NotImplementedError`, bad arguments
-/// `ValueError`, and file-system errors the matching `OSError` subclass naming the file.
+/// `ValueError`, a failed allocation `RuntimeError` (as any op's), and file-system errors the matching `OSError` subclass naming the file.
 fn st_err(e: io::Error, path: Option<&PathBuf>) -> PyErr {
     match e.kind() {
         io::ErrorKind::InvalidData => SafetensorError::new_err(e.to_string()),
         io::ErrorKind::Unsupported => PyNotImplementedError::new_err(e.to_string()),
         io::ErrorKind::InvalidInput => PyValueError::new_err(e.to_string()),
+        io::ErrorKind::OutOfMemory => PyRuntimeError::new_err(e.to_string()),
         _ => match (e.raw_os_error(), path) {
             (Some(code), Some(p)) => PyOSError::new_err((code, e.to_string(), p.clone())),
             _ => PyErr::from(e),

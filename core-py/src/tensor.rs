@@ -342,7 +342,7 @@ impl PyTensor {
         let dst = slf.borrow(py).t.clone();
         let src = match arg(src, "copy_(): src")? {
             Arg::Tensor(t) => t,
-            Arg::Scalar(s) => s.to_tensor(dst.dtype()),
+            Arg::Scalar(s) => s.to_tensor_checked(dst.dtype()).py()?,
         };
         nogil(py, dst.numel(), || dst.copy_(&src)).py()?;
         Ok(slf)

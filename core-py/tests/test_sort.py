@@ -62,8 +62,10 @@ def test_sort_namedtuple_methods_msort_and_out():
     v, i = ember.empty(2, 2, dtype=ember.int64), ember.empty(2, 2, dtype=ember.int64)
     r = ember.sort(t, 1, out=(v, i))
     assert r.values is v and v.tolist() == [[1, 2], [0, 3]] and i.tolist() == [[1, 0], [0, 1]]
-    with pytest.raises(RuntimeError, match="does not resize"):
-        ember.sort(t, out=(ember.empty(3), ember.empty(3)))
+    v, i = ember.empty(3), ember.empty(0, dtype=ember.int64)
+    with pytest.warns(UserWarning, match="was resized"):
+        r = ember.sort(t, out=(v, i))
+    assert r.values is v and v.shape == (2, 2) and i.tolist() == [[1, 0], [0, 1]]
 
 
 def test_sort_zero_dim_empty_and_large():

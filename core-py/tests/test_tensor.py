@@ -170,7 +170,7 @@ def test_creation_errors():
         ember.arange(5, 0, 1)
     with pytest.raises(RuntimeError, match="non-negative"):
         ember.linspace(0, 1, -1)
-    with pytest.raises(RuntimeError, match="without overflow: nan"):
+    with pytest.raises(RuntimeError, match="without overflow"):
         ember.full((2,), float("nan"), dtype=ember.int32)
     with pytest.raises(TypeError, match="dtype"):
         ember.zeros(2, dtype="float32")

@@ -5,6 +5,7 @@ lazy view with its conjugate bit set); `conj_physical` is the same copy, and sin
 ever carries a conjugate bit, `resolve_conj` returns its input and `is_conj` is False.
 """
 from ember import _C
+from ember._out import write_out
 
 __all__ = [
     "is_complex", "view_as_real", "view_as_complex", "real", "imag", "conj", "resolve_conj", "resolve_neg",
@@ -71,10 +72,10 @@ def is_neg(input):
 def complex(real, imag, *, out=None):
     """`real + i·imag` (broadcast); both float16, float32 or float64 of one dtype."""
     r = _C.complex(_tensor(real, "complex"), _tensor(imag, "complex"))
-    return r if out is None else out.copy_(r)
+    return write_out("complex", out, r)
 
 
 def polar(abs, angle, *, out=None):
     """`abs·(cos(angle) + i·sin(angle))`."""
     r = _C.polar(_tensor(abs, "polar"), _tensor(angle, "polar"))
-    return r if out is None else out.copy_(r)
+    return write_out("polar", out, r)

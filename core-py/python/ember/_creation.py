@@ -8,6 +8,7 @@ import ember
 from ember import _C
 from ember import _memory_format as _mf
 from ember._device import check_cpu
+from ember._out import write_out
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
@@ -160,17 +161,20 @@ def _factory(fn, args, size, dtype, device, requires_grad, default=None):
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     if out is not None:
-        return out.zero_()
+        return write_out("zeros", out, zeros(*size, dtype=dtype or out.dtype, device=device))
     return _factory(_C.zeros, size, None, dtype, device, requires_grad)
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     if out is not None:
-        return out.fill_(1)
+        return write_out("ones", out, ones(*size, dtype=dtype or out.dtype, device=device))
     return _factory(lambda s, d: _C.full(s, 1, d), size, None, dtype, device, requires_grad)
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=_mf.contiguous_format):
+    if out is not None:
+        shape = _size(size, None, "empty")
+        return out if tuple(out.shape) == shape else write_out("empty", out, empty(*size, dtype=dtype or out.dtype, device=device))
     make = lambda shape, dtype: _mf.empty_in(lambda s: _C.empty(s, dtype), shape, memory_format)  # noqa: E731
     make.__name__ = "empty"
     return _factory(make, size, None, dtype, device, requires_grad)
@@ -178,6 +182,8 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """`fill_value`'s type decides the dtype when none is given (bool, int64 or the default float)."""
+    if out is not None:
+        return write_out("full", out, full(size, fill_value, dtype=dtype or out.dtype, device=device))
     if dtype is None:
         if isinstance(fill_value, builtins.bool):
             dtype = _C.bool
@@ -240,6 +246,8 @@ def _real_part(x, name):
 def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """`arange(end)` or `arange(start, end, step)`; int64 unless an argument is a float. Complex
     dtypes are refused, as in PyTorch."""
+    if out is not None:
+        return write_out("arange", out, arange(start, end, step, dtype=dtype or out.dtype, device=device))
     if end is None:
         start, end = 0, start
     vals = [_real_part(v, n) for v, n in ((start, "start"), (end, "end"), (step, "step"))]
@@ -277,15 +285,21 @@ def _space(fn, start, end, steps, dtype, base=None):
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """`steps` evenly spaced points from `start` to `end`; complex ends space both parts."""
+    if out is not None:
+        return write_out("linspace", out, linspace(start, end, steps, dtype=dtype or out.dtype, device=device))
     return _finish(_space("linspace", start, end, steps, dtype), None, device, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """`base` to the powers `linspace(start, end, steps)` (complex powers for complex ends)."""
+    if out is not None:
+        return write_out("logspace", out, logspace(start, end, steps, base, dtype=dtype or out.dtype, device=device))
     return _finish(_space("logspace", start, end, steps, dtype, base), None, device, requires_grad)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    if out is not None:
+        return write_out("eye", out, eye(n, m, dtype=dtype or out.dtype, device=device))
     m = n if m is None else m
     for v, name in ((n, "n"), (m, "m")):
         if isinstance(v, builtins.bool) or not isinstance(v, numbers.Integral):
@@ -304,12 +318,16 @@ def _draw(fn, shape, a, b, dtype, generator):
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Uniform on [0, 1) (both parts, for a complex dtype). Deterministic for a seed, whatever the
     thread count."""
+    if out is not None:
+        return write_out("rand", out, rand(*size, generator=generator, dtype=dtype or out.dtype, device=device))
     shape = _size(size, None, "rand")
     return _finish(_draw(_C.uniform, shape, 0.0, 1.0, _check_dtype(dtype) or _default_dtype, generator), None, device, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Standard normal samples; a complex dtype has parts of variance 1/2 (so E|z|² = 1), as PyTorch."""
+    if out is not None:
+        return write_out("randn", out, randn(*size, generator=generator, dtype=dtype or out.dtype, device=device))
     shape = _size(size, None, "randn")
     d = _check_dtype(dtype) or _default_dtype
     return _finish(_draw(_C.normal, shape, 0.0, 0.5 ** 0.5 if d.is_complex else 1.0, d, generator), None, device, requires_grad)
@@ -317,6 +335,8 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """`randint(high, size)` or `randint(low, high, size)`: integers on [low, high), int64 by default."""
+    if out is not None:
+        return write_out("randint", out, randint(low, high, size, generator=generator, dtype=dtype or out.dtype, device=device))
     if size is None:
         if high is None or not isinstance(high, (tuple, list, ember.Size)):
             raise TypeError("randint(): missing required argument 'size'")
@@ -328,6 +348,8 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    if out is not None:
+        return write_out("randperm", out, randperm(n, generator=generator, dtype=dtype or out.dtype, device=device))
     if isinstance(n, builtins.bool) or not isinstance(n, numbers.Integral):
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
     return _finish(_C.randperm(n, _check_dtype(dtype) or _C.int64, generator), None, device, requires_grad)
@@ -335,6 +357,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """`normal(mean, std, size)` with numbers, or elementwise with tensor `mean`/`std`."""
+    if out is not None:
+        return write_out("normal", out, normal(mean, std, size, generator=generator, dtype=dtype or (None if size is None else out.dtype), device=device))
     if isinstance(mean, _C.Tensor) or isinstance(std, _C.Tensor):
         ref = mean if isinstance(mean, _C.Tensor) else std
         shape = ember.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
@@ -351,11 +375,11 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
 def bernoulli(input, p=None, *, generator=None, out=None):
     """1 with probability `input[i]` (or the scalar `p`), else 0, in `input`'s dtype."""
     probs = input if p is None else ember.full_like(input, p, dtype=ember.float64)
-    return _C.bernoulli(probs, input.dtype, generator)
+    return write_out("bernoulli", out, _C.bernoulli(probs, input.dtype, generator))
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
-    return _C.multinomial(input, num_samples, replacement, generator)
+    return write_out("multinomial", out, _C.multinomial(input, num_samples, replacement, generator))
 
 
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):

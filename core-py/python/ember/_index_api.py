@@ -5,6 +5,7 @@ import builtins
 import numbers
 
 from ember import _C
+from ember._out import write_out
 from ember._functorch._batched import batched
 
 __all__ = [
@@ -22,7 +23,7 @@ def _tensor_arg(x, fn, name="input"):
 
 
 def _result(r, out):
-    return r if out is None else out.copy_(r)
+    return write_out("_result", out, r)
 
 
 # ---- gather / scatter ----

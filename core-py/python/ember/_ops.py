@@ -3,6 +3,7 @@ import builtins
 import numbers
 
 from ember import _C, return_types
+from ember._out import write_out
 from ember._functorch._batched import BatchedTensor, batched
 
 UNARY = [
@@ -78,7 +79,7 @@ def round(input, *, decimals=0, out=None):
         return _C.unary("round", input) if out is None else (_C.unary("round", input, out), out)[1]
     scale = 10.0 ** decimals
     r = _C.unary("round", input * scale) / scale
-    return r if out is None else out.copy_(r)
+    return write_out("round", out, r)
 
 
 def add(input, other, *, alpha=1, out=None):
@@ -119,13 +120,10 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode == "floor":
         r = floor_divide(input, other)
     elif rounding_mode == "trunc":
-        r = _C.binary("div", input, other).trunc()
-        common = _C.result_type(input, other)
-        if not common.is_floating_point:
-            r = r._to_dtype(common)
+        r = _C.binary("div_trunc", input, other)
     else:
         r = _true_div(input, other)
-    return r if out is None else out.copy_(r)
+    return write_out("div", out, r)
 
 
 divide = true_divide = div
@@ -163,7 +161,7 @@ def clamp(input, min=None, max=None, *, out=None):
             r = maximum(r, min)
         if max is not None:
             r = minimum(r, max)
-        return r if out is None else out.copy_(r)
+        return write_out("clamp", out, r)
     return _param_unary("clamp", input, lo, hi, out=out)
 
 
@@ -202,7 +200,7 @@ def lerp(input, end, weight, *, out=None):
         r = _C.lerp(input, end, weight)
     except TypeError:
         r = batched("lerp", input, end, weight)
-    return r if out is None else out.copy_(r)
+    return write_out("lerp", out, r)
 
 
 def broadcast_shapes(*shapes):
@@ -235,7 +233,7 @@ def matmul(input, other, *, out=None):
         r = _C.matmul(input, other)
     except TypeError:
         r = batched("matmul", input, other)
-    return r if out is None else out.copy_(r)
+    return write_out("matmul", out, r)
 
 
 def mm(input, mat2, *, out=None):
@@ -243,7 +241,7 @@ def mm(input, mat2, *, out=None):
         r = _C.mm(input, mat2)
     except TypeError:
         r = batched("mm", input, mat2)
-    return r if out is None else out.copy_(r)
+    return write_out("mm", out, r)
 
 
 def bmm(input, mat2, *, out=None):
@@ -251,7 +249,7 @@ def bmm(input, mat2, *, out=None):
         r = _C.bmm(input, mat2)
     except TypeError:
         r = batched("bmm", input, mat2)
-    return r if out is None else out.copy_(r)
+    return write_out("bmm", out, r)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
@@ -259,12 +257,12 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         r = _C.addmm(input, mat1, mat2, float(beta), float(alpha))
     except TypeError:
         r = batched("addmm", input, mat1, mat2, float(beta), float(alpha))
-    return r if out is None else out.copy_(r)
+    return write_out("addmm", out, r)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     r = _C.addmm(input, batch1, batch2, float(beta), float(alpha))
-    return r if out is None else out.copy_(r)
+    return write_out("baddbmm", out, r)
 
 
 def dot(input, other):
@@ -403,7 +401,7 @@ def _dims_count(input, dim):
     dims = (dim,) if isinstance(dim, numbers.Integral) else dim
     n = 1
     for d in dims:
-        n *= input.shape[d]
+        n *= input.shape[d] if input.ndim else 1  # a 0-d tensor's dim 0 holds its one element
     return n
 
 

@@ -1,4 +1,5 @@
 """Functional forms of the view ops (all views: no data is copied)."""
+import builtins
 import math
 import numbers
 
@@ -51,6 +52,8 @@ def unsqueeze(input, dim):
 
 
 def _wrap(d, n):
+    """`d` in `0..n`; a 0-d tensor takes dims as if it had one (PyTorch's `maybe_wrap_dim`)."""
+    n = builtins.max(n, 1)
     if not -n <= d < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
     return d % n
@@ -96,6 +99,8 @@ def movedim(input, source, destination):
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the same number of dims as destination ({dst} dims)")
     src, dst = [_wrap(d, n) for d in src], [_wrap(d, n) for d in dst]
+    if n == 0:
+        return input.view(())
     order = [None] * n
     for s, d in zip(src, dst):
         order[d] = s

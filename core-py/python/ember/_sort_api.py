@@ -2,28 +2,14 @@
 
 Kernels are in Rust (`ember-core` ops/sort.rs and ops/scan.rs). Where Ember differs from PyTorch:
 `sort` is always stable (so `stable=` changes nothing), `unique(sorted=False)` still returns
-sorted values (PyTorch leaves the order unspecified), and `out=` must already have the result's
-shape (it is not resized).
+sorted values (PyTorch leaves the order unspecified).
 """
 import numbers
 
 from ember import _C
 from ember import return_types
 from ember._ops import _require_tensor
-
-def _write_out(name, out, result):
-    """Copies `result` (a tensor or a tuple of them) into `out` and returns `out`."""
-    if out is None:
-        return result
-    pairs = list(zip(out, result)) if isinstance(result, tuple) else [(out, result)]
-    for target, value in pairs:
-        if not isinstance(target, _C.Tensor):
-            raise TypeError(f"{name}(): argument 'out' must be Tensor or a tuple of Tensors, not {type(target).__name__}")
-        if tuple(target.shape) != tuple(value.shape):
-            raise RuntimeError(f"{name}(): expected out with shape {list(value.shape)} but got {list(target.shape)} (Ember does not resize out=)")
-        target.copy_(value)
-    return type(result)(*out) if isinstance(result, tuple) else out
-
+from ember._out import write_out as _write_out
 
 def _dim(dim, name):
     if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):

@@ -11,6 +11,7 @@ import numbers
 
 import ember
 from ember import _C
+from ember._out import write_out
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
@@ -92,7 +93,7 @@ def _dims_and_sizes(x, s, dim, fn):
 
 
 def _finish(r, out):
-    return r if out is None else out.copy_(r)
+    return write_out("_finish", out, r)
 
 
 def _c2c_or_r2c(x, dims, norm, forward):

@@ -33,6 +33,23 @@ pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// The element count of a shape built from user input, refusing counts whose bytes at
+/// `elem_size` would not fit an `isize` (PyTorch's storage size check): every size a new
+/// storage or a new view's shape comes from passes through here, so no later product of these
+/// dims can wrap.
+pub fn checked_numel(shape: &[usize], elem_size: usize) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    let n = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+    n.filter(|n| n.checked_mul(elem_size.max(1)).is_some_and(|b| b <= isize::MAX as usize)).ok_or_else(|| size_overflow(shape))
+}
+
+/// PyTorch's error for sizes whose product (or a size computed from them) does not fit.
+pub fn size_overflow(sizes: &(impl std::fmt::Debug + ?Sized)) -> crate::error::Error {
+    crate::error::Error::new(crate::error::ErrorKind::Runtime, format!("Storage size calculation overflowed with sizes={sizes:?}"))
+}
+
 /// The NumPy/PyTorch broadcast of two shapes.
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
@@ -135,21 +152,26 @@ impl Layout {
         Some(order)
     }
 
-    /// The lowest and one-past-highest element offsets touched, for bounds checks.
-    pub fn span(&self) -> (isize, isize) {
-        if self.numel() == 0 {
-            return (self.offset as isize, self.offset as isize);
+    /// The lowest and one-past-highest element offsets touched, for bounds checks. The layout
+    /// may come from user input (`as_strided`, a DLPack producer), so the arithmetic is checked.
+    pub fn span(&self) -> Result<(isize, isize)> {
+        if self.shape.contains(&0) {
+            return Ok((self.offset as isize, self.offset as isize));
         }
-        let (mut lo, mut hi) = (self.offset as isize, self.offset as isize);
+        let (mut lo, mut hi) = (Some(self.offset as i128), Some(self.offset as i128 + 1));
         for (&d, &s) in self.shape.iter().zip(&self.strides) {
-            let reach = (d as isize - 1) * s;
+            let reach = (d as i128 - 1) * s as i128; // < 2^64 * 2^63: no overflow in i128
             if reach < 0 {
-                lo += reach
+                lo = lo.and_then(|l| l.checked_add(reach));
             } else {
-                hi += reach
+                hi = hi.and_then(|h| h.checked_add(reach));
             }
         }
-        (lo, hi + 1)
+        let fits = |v: i128| isize::try_from(v).ok();
+        match (lo.and_then(fits), hi.and_then(fits)) {
+            (Some(lo), Some(hi)) if hi.checked_sub(lo).is_some() => Ok((lo, hi)),
+            _ => bail!(Runtime, "sizes {:?} with strides {:?} overflow the address space", self.shape, self.strides),
+        }
     }
 
     pub fn permute(&self, dims: &[usize]) -> Result<Layout> {
@@ -230,6 +252,7 @@ impl Layout {
                 bail!(Runtime, "The expanded size of the tensor ({want}) must match the existing size ({have}) at non-singleton dimension {}.  Target sizes: {shape:?}.  Tensor sizes: {:?}", lead + i, self.shape);
             };
         }
+        checked_numel(shape, 1)?;
         Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
     }
 
@@ -324,6 +347,19 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn element_and_byte_counts_that_overflow_are_errors() {
+        assert_eq!(checked_numel(&[2, 3, 4], 8).unwrap(), 24);
+        assert_eq!(checked_numel(&[usize::MAX, 2, 0], 8).unwrap(), 0);
+        for (shape, size) in [(&[1usize << 62][..], 4), (&[1 << 32, 1 << 32][..], 1), (&[1 << 40, 1 << 40][..], 1)] {
+            let err = checked_numel(shape, size).unwrap_err();
+            assert!(err.message.starts_with("Storage size calculation overflowed with sizes="), "{}", err.message);
+        }
+        assert!(Layout::contiguous(&[4]).broadcast_to(&[1 << 62, 4]).is_err());
+        assert!(Layout::new(vec![1 << 62, 4], vec![1 << 62, 1], 0).span().is_err());
+        assert_eq!(Layout::new(vec![3, 4], vec![-4, 1], 8).span().unwrap(), (0, 12));
+    }
 
     #[test]
     fn views_share_offsets() {

@@ -1,6 +1,8 @@
 //! Where a tensor's bytes live. Backends that are not built hold uninhabited stub types, so the
 //! enum and every `match` on it stay free of `cfg`.
+use crate::bail;
 use crate::device::Device;
+use crate::error::Result;
 use std::alloc::{self, Layout as AllocLayout};
 use std::any::Any;
 use std::ptr::NonNull;
@@ -14,16 +16,37 @@ const HUGE_ALIGN: usize = 2 << 20;
 /// Bytes actually reserved for a buffer of `bytes`: large ones round up to whole huge pages, so
 /// that buffers of nearby sizes share a size class in the cache.
 fn capacity(bytes: usize) -> usize {
-    if bytes >= HUGE {
-        bytes.div_ceil(HUGE_ALIGN) * HUGE_ALIGN
-    } else {
-        bytes
-    }
+    layout(bytes).size()
 }
 
+/// Only called with sizes `alloc` accepted (`checked_layout`), so it cannot fail here.
 fn layout(bytes: usize) -> AllocLayout {
+    checked_layout(bytes).expect("a size that was allocated before")
+}
+
+/// `None` when `bytes`, rounded up to its size class, exceeds what any allocation can hold.
+fn checked_layout(bytes: usize) -> Option<AllocLayout> {
     let align = if bytes >= HUGE { HUGE_ALIGN } else { ALIGN };
-    AllocLayout::from_size_align(capacity(bytes), align).expect("tensor too large")
+    let cap = if bytes >= HUGE { bytes.checked_next_multiple_of(HUGE_ALIGN)? } else { bytes };
+    AllocLayout::from_size_align(cap, align).ok()
+}
+
+/// PyTorch's message for a failed CPU allocation, so callers that match on it keep working.
+fn out_of_memory<T>(bytes: usize) -> Result<T> {
+    bail!(
+        Runtime,
+        "DefaultCPUAllocator: can't allocate memory: you tried to allocate {bytes} bytes. Error code 12 (Cannot allocate memory)"
+    )
+}
+
+/// An empty `Vec` with room for `capacity` elements, or the allocator's error: for a kernel's
+/// scratch sized from user input, whose growth would otherwise abort on failure.
+pub fn try_vec<T>(capacity: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    match v.try_reserve_exact(capacity) {
+        Ok(()) => Ok(v),
+        Err(_) => out_of_memory(capacity.saturating_mul(std::mem::size_of::<T>())),
+    }
 }
 
 /// Freed large buffers kept for reuse. A fresh large buffer pays a page fault per page on first
@@ -53,6 +76,15 @@ mod large_cache {
         let (_, addr) = c.blocks.remove(i);
         c.total -= cap;
         Some(addr as *mut u8)
+    }
+
+    /// Frees every cached block; whether there were any.
+    pub fn clear() -> bool {
+        let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        for (cap, addr) in c.blocks.drain(..) {
+            unsafe { alloc::dealloc(addr as *mut u8, layout(cap)) };
+        }
+        std::mem::take(&mut c.total) > 0
     }
 
     /// Keeps the block for reuse, evicting the oldest ones beyond the budget.
@@ -88,36 +120,44 @@ unsafe impl Send for CpuStorage {}
 unsafe impl Sync for CpuStorage {}
 
 impl CpuStorage {
-    pub fn zeroed(bytes: usize) -> Self {
+    pub fn zeroed(bytes: usize) -> Result<Self> {
         Self::alloc(bytes, true)
     }
 
     /// Uninitialised memory: only for outputs that a kernel overwrites entirely.
-    pub fn uninit(bytes: usize) -> Self {
+    pub fn uninit(bytes: usize) -> Result<Self> {
         Self::alloc(bytes, false)
     }
 
-    fn alloc(bytes: usize, zero: bool) -> Self {
+    /// A failed allocation is an error, not an abort (`handle_alloc_error`): a too-large
+    /// request from Python must leave the process running, as PyTorch's allocator does.
+    fn alloc(bytes: usize, zero: bool) -> Result<Self> {
         if bytes == 0 {
-            return CpuStorage { ptr: NonNull::dangling(), bytes, owner: Owner::Ember };
+            return Ok(CpuStorage { ptr: NonNull::dangling(), bytes, owner: Owner::Ember });
         }
+        let Some(layout) = checked_layout(bytes) else {
+            return out_of_memory(bytes);
+        };
         if bytes >= HUGE {
             if let Some(raw) = large_cache::take(bytes) {
                 if zero {
                     unsafe { std::ptr::write_bytes(raw, 0, bytes) };
                 }
-                return CpuStorage { ptr: NonNull::new(raw).unwrap(), bytes, owner: Owner::Ember };
+                return Ok(CpuStorage { ptr: NonNull::new(raw).unwrap(), bytes, owner: Owner::Ember });
             }
         }
-        let layout = layout(bytes);
-        let raw = unsafe { if zero { alloc::alloc_zeroed(layout) } else { alloc::alloc(layout) } };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        let fresh = || NonNull::new(unsafe { if zero { alloc::alloc_zeroed(layout) } else { alloc::alloc(layout) } });
+        // The blocks kept for reuse are the one memory we can give back before failing.
+        let Some(ptr) = fresh().or_else(|| large_cache::clear().then(fresh).flatten()) else {
+            return out_of_memory(bytes);
+        };
+        let raw = ptr.as_ptr();
         #[cfg(target_os = "linux")]
         if bytes >= HUGE {
             // Advice only: where huge pages are off this is a no-op.
             unsafe { libc::madvise(raw as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE) };
         }
-        CpuStorage { ptr, bytes, owner: Owner::Ember }
+        Ok(CpuStorage { ptr, bytes, owner: Owner::Ember })
     }
 
     /// Wraps foreign memory.
@@ -184,14 +224,22 @@ mod tests {
     #[test]
     fn large_buffers_are_reused_and_zeroed_on_request() {
         let bytes = HUGE + 12345;
-        let first = CpuStorage::uninit(bytes);
+        let first = CpuStorage::uninit(bytes).unwrap();
         let addr = first.as_ptr();
         unsafe { std::ptr::write_bytes(addr, 0xAB, bytes) };
         drop(first);
-        let again = CpuStorage::zeroed(bytes + 1);
+        let again = CpuStorage::zeroed(bytes + 1).unwrap();
         assert_eq!(again.as_ptr(), addr, "same size class reuses the freed block");
         let data = unsafe { std::slice::from_raw_parts(again.as_ptr(), again.bytes()) };
         assert!(data.iter().all(|&b| b == 0));
         assert_eq!(again.as_ptr() as usize % HUGE_ALIGN, 0);
+    }
+
+    #[test]
+    fn impossible_sizes_are_errors_not_aborts() {
+        for bytes in [usize::MAX, usize::MAX - HUGE_ALIGN, isize::MAX as usize + 1] {
+            let err = CpuStorage::uninit(bytes).err().expect("no allocation of that size");
+            assert!(err.message.starts_with("DefaultCPUAllocator: can't allocate memory"), "{}", err.message);
+        }
     }
 }

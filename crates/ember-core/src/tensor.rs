@@ -90,15 +90,15 @@ impl Tensor {
     }
 
     /// A fresh contiguous tensor whose contents the caller must overwrite entirely.
-    pub fn uninit(shape: &[usize], dtype: DType) -> Self {
-        let bytes = layout::numel(shape) * dtype.size();
-        Self::from_parts(Arc::new(Storage::Cpu(CpuStorage::uninit(bytes))), Layout::contiguous(shape), dtype)
+    pub fn uninit(shape: &[usize], dtype: DType) -> Result<Self> {
+        let bytes = layout::checked_numel(shape, dtype.size())? * dtype.size();
+        Ok(Self::from_parts(Arc::new(Storage::Cpu(CpuStorage::uninit(bytes)?)), Layout::contiguous(shape), dtype))
     }
 
     /// A fresh tensor of `shape` laid out in memory in the same dim order as `like` when `like`
     /// is dense (as PyTorch keeps an input's memory format in elementwise results), so that
     /// every operand of the op streams through memory in the same order.
-    pub fn uninit_like(shape: &[usize], dtype: DType, like: Option<&Tensor>) -> Self {
+    pub fn uninit_like(shape: &[usize], dtype: DType, like: Option<&Tensor>) -> Result<Self> {
         let Some(order) = like.filter(|l| l.shape() == shape).and_then(|l| l.layout().dense_order()) else {
             return Self::uninit(shape, dtype);
         };
@@ -107,21 +107,21 @@ impl Tensor {
         for (i, &d) in order.iter().enumerate() {
             inverse[d] = i;
         }
-        let t = Self::uninit(&permuted, dtype);
+        let t = Self::uninit(&permuted, dtype)?;
         let layout = t.layout().permute(&inverse).expect("inverse of a permutation");
-        t.relayout(layout)
+        Ok(t.relayout(layout))
     }
 
-    pub fn zeros(shape: &[usize], dtype: DType) -> Self {
-        let bytes = layout::numel(shape) * dtype.size();
-        Self::from_parts(Arc::new(Storage::Cpu(CpuStorage::zeroed(bytes))), Layout::contiguous(shape), dtype)
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Self> {
+        let bytes = layout::checked_numel(shape, dtype.size())? * dtype.size();
+        Ok(Self::from_parts(Arc::new(Storage::Cpu(CpuStorage::zeroed(bytes)?)), Layout::contiguous(shape), dtype))
     }
 
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Self> {
         if data.len() != layout::numel(shape) {
             bail!(Runtime, "shape {shape:?} needs {} elements but {} were given", layout::numel(shape), data.len());
         }
-        let t = Self::uninit(shape, T::DTYPE);
+        let t = Self::uninit(shape, T::DTYPE)?;
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), t.data_ptr::<T>(), data.len()) };
         Ok(t)
     }
@@ -230,12 +230,12 @@ impl Tensor {
         if self.is_contiguous() {
             return self.clone();
         }
-        self.copied("CloneBackward0", Tensor::uninit(self.shape(), self.dtype()))
+        self.copied("CloneBackward0", infallible_alloc(Tensor::uninit(self.shape(), self.dtype())))
     }
 
     /// A fresh contiguous copy, always (PyTorch's `clone`).
     pub fn deep_clone(&self) -> Tensor {
-        self.copied("CloneBackward0", Tensor::uninit_like(self.shape(), self.dtype(), Some(self)))
+        self.copied("CloneBackward0", infallible_alloc(Tensor::uninit_like(self.shape(), self.dtype(), Some(self))))
     }
 
     /// Casts; float-to-float casts are differentiable (the gradient is cast back).
@@ -244,11 +244,11 @@ impl Tensor {
             return self.clone();
         }
         if !dtype.is_inexact() {
-            let out = Tensor::uninit_like(self.shape(), dtype, Some(self));
+            let out = infallible_alloc(Tensor::uninit_like(self.shape(), dtype, Some(self)));
             out.copy_from_unchecked(self);
             return out;
         }
-        self.copied("ToCopyBackward0", Tensor::uninit_like(self.shape(), dtype, Some(self)))
+        self.copied("ToCopyBackward0", infallible_alloc(Tensor::uninit_like(self.shape(), dtype, Some(self))))
     }
 
     /// Copies this tensor into `out` (same shape), recording the copy: the gradient is the
@@ -263,8 +263,14 @@ impl Tensor {
     }
 
     /// `self.copy_(src)`: broadcasts `src` and casts it to this tensor's dtype. Under autograd
-    /// the gradient of this tensor flows to `src` (summed over the broadcast dims).
+    /// the gradient of this tensor flows to `src` (summed over the broadcast dims). A one-element
+    /// `src` is a fill (Ember's `fill_`), which may write an expanded tensor.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        if src.numel() == 1 {
+            if let Some(target) = crate::ops::overlap::distinct_elements(self)? {
+                return target.copy_(src);
+            }
+        }
         autograd::inplace::in_place(
             self,
             &[src],
@@ -291,6 +297,14 @@ impl Tensor {
             (true, false) => with_dtype!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
         }
     }
+}
+
+/// The buffer of `contiguous`, `deep_clone` and `to_dtype`, which keep infallible signatures
+/// (well over a hundred callers, many inside infallible closures): a size that overflows (a
+/// broadcast view's copy) or a failed allocation there panics with the error's message, which
+/// the extension raises as the RuntimeError a fallible op gives.
+fn infallible_alloc(t: Result<Tensor>) -> Tensor {
+    t.unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Casts like PyTorch's `.to(dtype)`: float to int truncates, anything to bool tests non-zero.

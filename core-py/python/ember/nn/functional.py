@@ -317,7 +317,7 @@ def one_hot(tensor, num_classes=-1):
 # ---- dropout: masks drawn from ember's Philox generator (seeded by ember.manual_seed) ----
 
 def _check_p(p):
-    if p < 0.0 or p > 1.0:
+    if not 0.0 <= p <= 1.0:  # NaN too
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 

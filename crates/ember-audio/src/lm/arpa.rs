@@ -76,8 +76,9 @@ impl ArpaModel {
             message: e.to_string(),
         };
         let file = std::fs::File::open(path).map_err(io_error)?;
+        let bytes = file.metadata().map_err(io_error)?.len();
         let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let mut parser = ArpaParser::default();
+        let mut parser = ArpaParser::for_bytes(bytes);
         let mut line = String::new();
         let mut number = 0usize;
         loop {
@@ -99,7 +100,7 @@ impl ArpaModel {
 
     /// Parse the text of an ARPA file.
     pub fn parse(text: &str) -> Result<Self, AudioError> {
-        let mut parser = ArpaParser::default();
+        let mut parser = ArpaParser::for_bytes(text.len() as u64);
         for (number, line) in text.lines().enumerate() {
             parser
                 .line(line.trim())
@@ -174,8 +175,14 @@ impl ArpaModel {
     }
 }
 
+/// The shortest line an n-gram can take (`p w` and a newline).
+const MIN_NGRAM_LINE_BYTES: u64 = 4;
+
 #[derive(Default)]
 struct ArpaParser {
+    /// The most n-grams the text can hold: the header's counts are reserved up to this, so a
+    /// header that claims more than the file holds cannot exhaust memory.
+    max_ngrams: usize,
     counts: Vec<usize>,
     section: Section,
     vocab: FxHashMap<String, u32>,
@@ -192,6 +199,11 @@ enum Section {
 }
 
 impl ArpaParser {
+    fn for_bytes(bytes: u64) -> Self {
+        let max_ngrams = usize::try_from(bytes / MIN_NGRAM_LINE_BYTES).unwrap_or(usize::MAX);
+        ArpaParser { max_ngrams, ..Default::default() }
+    }
+
     fn line(&mut self, line: &str) -> Result<(), String> {
         if line.is_empty() || self.section == Section::End {
             return Ok(());
@@ -210,7 +222,7 @@ impl ArpaParser {
             }
             self.section = Section::Ngrams(order);
             while self.ngrams.len() < order {
-                let count = self.counts[self.ngrams.len()];
+                let count = self.counts[self.ngrams.len()].min(self.max_ngrams);
                 self.ngrams.push(FxHashMap::with_capacity_and_hasher(
                     count,
                     Default::default(),
@@ -483,6 +495,15 @@ ngram 2=4
         close(m.score_id(&[], m.word_id("b")).1, MISSING_UNK_LOG10);
         let bad = "\\data\\\nngram 1=3\n\\1-grams:\n-0.5 a\n\\end\\\n";
         assert!(ArpaModel::parse(bad).is_err());
+    }
+
+    #[test]
+    fn a_header_claiming_more_ngrams_than_the_file_holds_reserves_no_more() {
+        // 6e11 unigrams would be terabytes of table: the text's size bounds the reservation and
+        // the count check refuses the file.
+        let text = "\\data\\\nngram 1=600000000000\n\\1-grams:\n-0.5 a\n\\end\\\n";
+        let err = ArpaModel::parse(text).unwrap_err();
+        assert!(err.to_string().contains("600000000000"), "{err}");
     }
 
     #[test]

@@ -67,7 +67,7 @@ fn root_edges(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge, T
                 bail!(Runtime, "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a shape of {}.", size(g.shape()), size(t.shape()))
             }
             Some(g) => g.clone(),
-            None if t.numel() == 1 => crate::ops::creation::full(t.shape(), crate::ops::binary::Scalar::Int(1), t.dtype()),
+            None if t.numel() == 1 => crate::ops::creation::full(t.shape(), crate::ops::binary::Scalar::Int(1), t.dtype())?,
             None => bail!(Runtime, "grad can be implicitly created only for scalar outputs"),
         };
         edges.push((edge, g));

@@ -149,7 +149,7 @@ pub(crate) fn mirror(primal: &Tensor, tangent: &Tensor) -> Result<Tensor> {
     }
     let _raw = super::untracked();
     let bytes = primal.storage().cpu().bytes();
-    let whole = Tensor::zeros(&[bytes / primal.dtype().size()], primal.dtype());
+    let whole = Tensor::zeros(&[bytes / primal.dtype().size()], primal.dtype())?;
     let m = whole.with_layout(primal.layout().clone());
     m.copy_(&tangent.detach())?;
     Ok(m)
@@ -252,7 +252,7 @@ pub(crate) fn generic(node: &Arc<Node>, inputs: &[&Tensor], tangents: &[Option<T
         .outputs
         .iter()
         .map(|m| {
-            let u = Tensor::zeros(&m.shape, m.dtype);
+            let u = Tensor::zeros(&m.shape, m.dtype)?;
             if m.dtype.is_inexact() {
                 u.set_requires_grad(true)?;
             }
@@ -312,7 +312,7 @@ pub(crate) fn assign_in_place(dst: &Tensor, value: &Tensor) -> Result<()> {
             let root_tangent = match tangent(&root) {
                 Some(t) => t,
                 None => {
-                    let z = mirror(&root, &Tensor::zeros(root.shape(), root.dtype()))?;
+                    let z = mirror(&root, &Tensor::zeros(root.shape(), root.dtype())?)?;
                     set_tangent(&root, Some(z.clone()));
                     z
                 }
@@ -325,6 +325,6 @@ pub(crate) fn assign_in_place(dst: &Tensor, value: &Tensor) -> Result<()> {
     let _raw = super::untracked();
     match new {
         Some(n) => current.copy_(&n.detach()),
-        None => current.copy_(&Tensor::zeros(&[], current.dtype())),
+        None => current.copy_(&Tensor::zeros(&[], current.dtype())?),
     }
 }

@@ -10,15 +10,18 @@ use crate::bail;
 use crate::error::Result;
 use crate::ops::binary::{binary, BinaryOp, Operand};
 use crate::ops::index::{take, take_adjoint};
+use crate::ops::overlap;
 use crate::ops::view::address_map;
 use crate::tensor::Tensor;
 
 /// Runs an in-place op on `dst` whose other operands are `others`: `kernel` writes `dst`
-/// directly when nothing is recorded, else `value` computes the new contents out of place.
+/// directly when nothing is recorded and no operand overlaps `dst` in a way the kernel cannot
+/// meet (see `ops::overlap`), else `value` computes the new contents out of place.
 pub fn in_place(dst: &Tensor, others: &[&Tensor], kernel: impl FnOnce() -> Result<()>, value: impl FnOnce() -> Result<Tensor>) -> Result<()> {
+    let through_copy = overlap::check_write(dst, others)?;
     let tracked = is_grad_enabled() && (dst.requires_grad() || others.iter().any(|t| t.requires_grad()));
     let dual = forward::is_dual(&[dst]) || forward::is_dual(others);
-    if !tracked && !dual {
+    if !tracked && !dual && !through_copy {
         return kernel();
     }
     if tracked {
@@ -27,6 +30,8 @@ pub fn in_place(dst: &Tensor, others: &[&Tensor], kernel: impl FnOnce() -> Resul
     let v = value()?;
     if !tracked {
         let v = if v.dtype() != dst.dtype() { v.to_dtype(dst.dtype()) } else { v };
+        // `value` may be a view of an operand (`copy_`'s is), still on `dst`'s memory.
+        let v = if v.same_storage(dst) { v.deep_clone() } else { v };
         write(dst, &v)?;
         return forward::assign_in_place(dst, &v);
     }
@@ -55,6 +60,19 @@ pub fn check_out(out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
         bail!(Runtime, "functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.");
     }
     Ok(())
+}
+
+/// Runs an elementwise op with `out=`: `kernel` writes `out` directly unless an input overlaps
+/// it in a way the kernel cannot meet (see `ops::overlap`); then `value` computes the result
+/// out of place and it is copied in.
+pub fn out_write(out: &Tensor, inputs: &[&Tensor], kernel: impl FnOnce() -> Result<()>, value: impl FnOnce() -> Result<Tensor>) -> Result<()> {
+    check_out(out, inputs)?;
+    if !overlap::check_write(out, inputs)? {
+        return kernel();
+    }
+    let v = value()?;
+    crate::ops::check_out(out, v.shape(), v.dtype())?;
+    out.copy_(&v)
 }
 
 /// Refuses to write a leaf that requires grad (or a view of one) while grad mode is on.
@@ -97,7 +115,7 @@ fn copy_slices(base: &Tensor, view: &Tensor, value: &Tensor) -> Result<()> {
     // 1 outside the view, 0 inside: what of the base's gradient passes to its old contents.
     let keep = {
         let _raw = untracked();
-        let k = crate::ops::creation::full(base.shape(), crate::ops::binary::Scalar::Int(1), base.dtype());
+        let k = crate::ops::creation::full(base.shape(), crate::ops::binary::Scalar::Int(1), base.dtype())?;
         let flat = k.reshape(&[-1])?;
         crate::ops::index::index_fill_(&flat, 0, &idx.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(base.dtype()))?;
         k

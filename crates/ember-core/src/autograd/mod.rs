@@ -191,9 +191,9 @@ pub fn record_with_jvp(
 fn materialising(backward: impl Fn(&Ctx, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static) -> Arc<node::RawBackwardFn> {
     Arc::new(move |ctx: &Ctx, grads: &[Option<Tensor>]| {
         let grads: Vec<Tensor> = grads.iter().zip(ctx.output_shapes()).map(|(g, (shape, dtype))| match g {
-            Some(g) => g.clone(),
+            Some(g) => Ok(g.clone()),
             None => Tensor::zeros(shape, dtype),
-        }).collect();
+        }).collect::<Result<_>>()?;
         backward(ctx, &grads)
     })
 }

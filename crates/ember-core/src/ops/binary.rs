@@ -46,6 +46,38 @@ impl Scalar {
         }
     }
 
+    /// `to_tensor` for a value written into a tensor of `dtype` (`fill_`, `x[i] = v`): refuses a
+    /// value `dtype` cannot hold, as PyTorch's checked conversion does (an imaginary part for a
+    /// real dtype, an integer out of range, NaN or infinity for an integer dtype, a finite float
+    /// beyond the largest of a float dtype).
+    pub fn to_tensor_checked(self, dtype: DType) -> Result<Tensor> {
+        if !self.fits(dtype) {
+            bail!(Runtime, "value cannot be converted to type {} without overflow", c_type_name(dtype));
+        }
+        Ok(self.to_tensor(dtype))
+    }
+
+    fn fits(self, dtype: DType) -> bool {
+        let v = match self {
+            Scalar::Complex(z) if !dtype.is_complex() && z.im != 0.0 => return false,
+            Scalar::Bool(_) => return true,
+            Scalar::Int(_) if dtype == DType::I64 => return true,
+            s => s.to_f64(),
+        };
+        let finite_max = match dtype {
+            DType::Bool | DType::F64 | DType::C128 => return true,
+            DType::F32 | DType::C64 => f32::MAX as f64,
+            DType::F16 | DType::C32 => f16::MAX.to_f64(),
+            DType::BF16 => bf16::MAX.to_f64(),
+            DType::U8 => return (0.0..256.0).contains(&v.trunc()),
+            DType::I8 => return (-128.0..128.0).contains(&v.trunc()),
+            DType::I16 => return (-32768.0..32768.0).contains(&v.trunc()),
+            DType::I32 => return (-2147483648.0..2147483648.0).contains(&v.trunc()),
+            DType::I64 => return (-9223372036854775808.0..9223372036854775808.0).contains(&v.trunc()),
+        };
+        !v.is_finite() || v.abs() <= finite_max
+    }
+
     /// A 0-d tensor of `dtype` holding this value.
     pub fn to_tensor(self, dtype: DType) -> Tensor {
         if dtype.is_complex() {
@@ -57,6 +89,25 @@ impl Scalar {
             Scalar::Int(i) => Tensor::scalar(T::from_i64(i)),
             Scalar::Bool(b) => Tensor::scalar(T::from_i64(b as i64)),
         })
+    }
+}
+
+/// The C++ type PyTorch's conversion errors name.
+fn c_type_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Bool => "bool",
+        DType::U8 => "uint8_t",
+        DType::I8 => "int8_t",
+        DType::I16 => "int16_t",
+        DType::I32 => "int",
+        DType::I64 => "int64_t",
+        DType::F16 => "at::Half",
+        DType::BF16 => "at::BFloat16",
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::C32 => "c10::complex<c10::Half>",
+        DType::C64 => "c10::complex<float>",
+        DType::C128 => "c10::complex<double>",
     }
 }
 
@@ -133,6 +184,8 @@ pub enum BinaryOp {
     Mul,
     Div,
     FloorDiv,
+    /// `div(rounding_mode='trunc')`.
+    TruncDiv,
     Remainder,
     Fmod,
     Pow,
@@ -168,6 +221,7 @@ impl BinaryOp {
             "mul" => Mul,
             "div" => Div,
             "floor_divide" => FloorDiv,
+            "div_trunc" => TruncDiv,
             "remainder" => Remainder,
             "fmod" => Fmod,
             "pow" => Pow,
@@ -212,7 +266,7 @@ impl BinaryOp {
             BitwiseAnd | BitwiseOr | BitwiseXor | LeftShift | RightShift if cat == Category::Float => {
                 bail!(Type, "{self:?} is only supported for integer and bool tensors, got {common}")
             }
-            FloorDiv | Remainder | Fmod | Pow if cat == Category::Bool => (DType::I64, DType::I64),
+            FloorDiv | TruncDiv | Remainder | Fmod | Pow if cat == Category::Bool => (DType::I64, DType::I64),
             _ => (common, common),
         })
     }
@@ -246,7 +300,7 @@ fn binary_kernel(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
     let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
     let (x, y) = (a.materialize(compute, &shape)?, b.materialize(compute, &shape)?);
     check_int_divisor(op, &y)?;
-    let out = Tensor::uninit_like(&shape, out_dtype, same_shape_operand(&[a, b], &shape));
+    let out = Tensor::uninit_like(&shape, out_dtype, same_shape_operand(&[a, b], &shape))?;
     run(op, &x, &y, &out);
     Ok(out)
 }
@@ -260,8 +314,7 @@ pub fn binary_out(op: BinaryOp, a: Operand, b: Operand, out: &Tensor) -> Result<
     if operands.iter().any(|t| out.is_alias_of(t)) {
         return autograd::inplace::in_place(out, &operands, || binary_out_kernel(op, a, b, out), || binary(op, a, b));
     }
-    autograd::inplace::check_out(out, &operands)?;
-    binary_out_kernel(op, a, b, out)
+    autograd::inplace::out_write(out, &operands, || binary_out_kernel(op, a, b, out), || binary(op, a, b))
 }
 
 fn binary_out_kernel(op: BinaryOp, a: Operand, b: Operand, out: &Tensor) -> Result<()> {
@@ -279,7 +332,7 @@ fn binary_out_kernel(op: BinaryOp, a: Operand, b: Operand, out: &Tensor) -> Resu
 }
 
 fn check_int_divisor(op: BinaryOp, y: &Tensor) -> Result<()> {
-    if matches!(op, FloorDiv | Remainder | Fmod) && !y.dtype().is_float() {
+    if matches!(op, FloorDiv | TruncDiv | Remainder | Fmod) && !y.dtype().is_float() {
         let zero = crate::with_dtype!(y.dtype(), T, {
             let mut found = false;
             super::map::for_each_indexed::<T>(y, |_, v| found |= !v.is_nonzero());
@@ -344,6 +397,7 @@ fn run(op: BinaryOp, a: &Tensor, b: &Tensor, o: &Tensor) {
         Mul if float => fmap2!(a, b, o, same, |x, y| x * y),
         Div if float => fmap2!(a, b, o, same, |x, y| x / y),
         FloorDiv if float => fmap2!(a, b, o, same, |x, y| floor_div(x, y)),
+        TruncDiv if float => fmap2!(a, b, o, same, |x, y| (x / y).trunc()),
         Remainder if float => fmap2!(a, b, o, same, |x, y| {
             let r = x % y;
             if r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else { r }
@@ -372,7 +426,12 @@ fn run(op: BinaryOp, a: &Tensor, b: &Tensor, o: &Tensor) {
         Add => imap2!(a, b, o, same, |x, y| x.wrapping_add(y)),
         Sub => imap2!(a, b, o, same, |x, y| x.wrapping_sub(y)),
         Mul => imap2!(a, b, o, same, |x, y| x.wrapping_mul(y)),
-        FloorDiv => imap2!(a, b, o, same, |x, y| x.div_euclid(y) - if y < 0 && x.rem_euclid(y) != 0 { 1 } else { 0 }),
+        // Wrapping, as PyTorch's: `i64::MIN // -1` is `i64::MIN` (the divisor is checked non-zero).
+        FloorDiv => imap2!(a, b, o, same, |x, y| {
+            let q = x.wrapping_div(y);
+            if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) { q - 1 } else { q }
+        }),
+        TruncDiv => imap2!(a, b, o, same, |x, y| x.wrapping_div(y)),
         Remainder => imap2!(a, b, o, same, |x, y| {
             let r = x.wrapping_rem(y);
             if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }
@@ -451,7 +510,7 @@ fn where_kernel(cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
     let dtype = result_type(&[a, b]);
     let c = cond.to_dtype(DType::Bool).broadcast_to(&shape)?;
     let (x, y) = (a.materialize(dtype, &shape)?, b.materialize(dtype, &shape)?);
-    let out = Tensor::uninit_like(&shape, dtype, same_shape_operand(&[a, b], &shape));
+    let out = Tensor::uninit_like(&shape, dtype, same_shape_operand(&[a, b], &shape))?;
     if dtype.is_complex() {
         crate::with_complex!(dtype, T, ternary_into::<bool, T, T, T>(&c, &x, &y, &out, |c, x, y| if c { x } else { y }));
     } else {
@@ -473,7 +532,7 @@ fn lerp_kernel(start: &Tensor, end: &Tensor, weight: Operand) -> Result<Tensor> 
     let shape = broadcast_shapes(&broadcast_shapes(start.shape(), end.shape())?, weight.shape())?;
     let dtype = start.dtype();
     let (s, e, w) = (start.broadcast_to(&shape)?, end.broadcast_to(&shape)?, weight.materialize(dtype, &shape)?);
-    let out = Tensor::uninit_like(&shape, dtype, [start, end].into_iter().find(|t| t.shape() == shape.as_slice()));
+    let out = Tensor::uninit_like(&shape, dtype, [start, end].into_iter().find(|t| t.shape() == shape.as_slice()))?;
     crate::with_dtype!(dtype, T, ternary_into::<T, T, T, T>(&s, &e, &w, &out, |s, e, w| {
         let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
         T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })

@@ -19,6 +19,7 @@ pub fn dtypes(op: BinaryOp, common: DType) -> Result<(DType, DType)> {
         Maximum | Minimum | Fmax | Fmin => bail!(Type, "{} not implemented for complex tensors.", format!("{op:?}").to_lowercase()),
         Lt | Le | Gt | Ge => bail!(NotImplemented, "\"{}_cpu\" not implemented for '{name}'", format!("{op:?}").to_lowercase()),
         FloorDiv => bail!(NotImplemented, "\"div_floor_cpu\" not implemented for '{name}'"),
+        TruncDiv => bail!(NotImplemented, "\"div_trunc_cpu\" not implemented for '{name}'"),
         BitwiseAnd | BitwiseOr | BitwiseXor | LeftShift | RightShift => {
             bail!(Type, "{op:?} is only supported for integer and bool tensors, got {common}")
         }

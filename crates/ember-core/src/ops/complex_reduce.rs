@@ -22,7 +22,7 @@ pub fn reduce_complex(op: ReduceOp, x: &Tensor, mask: &[bool], keepdim: bool) ->
     if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
         return sum_of_parts(op, x, mask, keepdim);
     }
-    let out = Tensor::uninit(&out_shape(x.shape(), mask, keepdim), out_dtype);
+    let out = Tensor::uninit(&out_shape(x.shape(), mask, keepdim), out_dtype)?;
     match (op, d) {
         (ReduceOp::Prod, DType::C32) => {
             let widen = |z: CHalf| CFloat::new(z.re.to_f32(), z.im.to_f32());

@@ -443,12 +443,12 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
         }
         let two = |v: [usize; 3]| [v[1], v[2]];
         let g = super::nhwc::Geom2 { input: two(geom.input), output: two(geom.output), kernel: two(geom.kernel), stride: two(geom.stride), pad: two(geom.pad), dilation: two(geom.dilation) };
-        return finish(&ops, super::nhwc::conv2d(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &g));
+        return finish(&ops, super::nhwc::conv2d(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &g)?);
     }
     let out_channels = ops.weight.shape()[0];
     let mut shape = vec![ops.batch, out_channels];
     shape.extend(&output);
-    let out = Tensor::uninit(&shape, ops.input.dtype());
+    let out = Tensor::uninit(&shape, ops.input.dtype())?;
     if out.numel() > 0 {
         if ops.input.dtype() == DType::BF16 {
             super::conv_bf16::conv(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &geom, &out);
@@ -468,7 +468,7 @@ fn small_channels_last(ops: &Operands, g: &Geom) -> Option<Tensor> {
     let (batch, cin, cout) = (ops.batch, ops.input.shape()[1], ops.weight.shape()[0]);
     let forward_strides = ops.weight.strides().iter().all(|&s| s >= 0);
     let c = direct_geometry(g, cin, cout, 1).filter(|c| forward_strides && ops.groups == 1 && ops.input.dtype() == DType::F32 && conv_small::preferred(c, batch))?;
-    let out = Tensor::uninit(&[batch, g.output[1], g.output[2], cout], DType::F32).permute(&[0, 3, 1, 2]).ok()?;
+    let out = Tensor::uninit(&[batch, g.output[1], g.output[2], cout], DType::F32).ok()?.permute(&[0, 3, 1, 2]).ok()?;
     let strides = |t: &Tensor| -> conv_small::Strides { std::array::from_fn(|d| t.strides()[d] as usize) };
     let (x, w) = ((ops.input.data_ptr::<f32>() as *const f32, strides(&ops.input)), (ops.weight.data_ptr::<f32>() as *const f32, strides(&ops.weight)));
     let bias = ops.bias.as_ref().map(|b| b.data_ptr::<f32>() as *const f32);
@@ -611,7 +611,7 @@ pub fn conv_transpose(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, st
     let out_channels = ops.weight.shape()[1] * ops.groups;
     let mut shape = vec![ops.batch, out_channels];
     shape.extend(&output);
-    let out = Tensor::uninit(&shape, ops.input.dtype());
+    let out = Tensor::uninit(&shape, ops.input.dtype())?;
     if out.numel() > 0 {
         if ops.input.dtype() == DType::F64 {
             conv_transpose_forward::<f64>(&ops, &geom, &out);

@@ -8,12 +8,13 @@ use std::sync::Mutex;
 use super::conv::{compute_dtype, gemm, im2col_split, to3, Geom, COLUMN_BUDGET};
 use super::map::Ptr;
 use crate::dtype::{DType, Element};
+use crate::error::Result;
 use crate::parallel::{for_range, pool};
 use crate::tensor::Tensor;
 
 /// `dL/dw` of `conv(x, w)` (explicit padding) for output gradient `g`: `x` is `[N, Cin, *in]`,
 /// `g` is `[N, Cout, *out]`; the result is `[Cout, Cin/groups, *kernel]` in `x`'s dtype.
-pub(crate) fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[usize], pad: &[usize], dilation: &[usize], groups: usize) -> Tensor {
+pub(crate) fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[usize], pad: &[usize], dilation: &[usize], groups: usize) -> Result<Tensor> {
     let c = compute_dtype(x.dtype());
     let (xc, gc) = (x.to_dtype(c).contiguous(), g.to_dtype(c).contiguous());
     let geom = Geom {
@@ -26,13 +27,13 @@ pub(crate) fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[us
     };
     let mut shape = vec![g.shape()[1], x.shape()[1] / groups];
     shape.extend(kernel);
-    let out = Tensor::zeros(&shape, c);
+    let out = Tensor::zeros(&shape, c)?;
     if c == DType::F64 {
         accumulate::<f64>(&xc, &gc, &geom, groups, &out);
     } else {
         accumulate::<f32>(&xc, &gc, &geom, groups, &out);
     }
-    out.to_dtype(x.dtype())
+    Ok(out.to_dtype(x.dtype()))
 }
 
 /// The operands of one weight gradient, as raw pointers shared by the threads.

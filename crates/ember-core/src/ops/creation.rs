@@ -8,23 +8,23 @@ use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
 use crate::with_dtype;
 
-pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Tensor {
-    let out = Tensor::uninit(shape, dtype);
+pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
+    let out = Tensor::uninit(shape, dtype)?;
     let v = value.to_tensor(dtype).broadcast_to(shape).unwrap();
     crate::with_any_dtype!(dtype, T, unary_into::<T, T>(&v, &out, |x| x));
-    out
+    Ok(out)
 }
 
 /// Fills a fresh tensor with `f(i)` for flat index `i`, in parallel.
-pub fn from_index_fn<T: Element>(n: usize, f: impl Fn(usize) -> T + Sync) -> Tensor {
-    let out = Tensor::uninit(&[n], T::DTYPE);
+pub fn from_index_fn<T: Element>(n: usize, f: impl Fn(usize) -> T + Sync) -> Result<Tensor> {
+    let out = Tensor::uninit(&[n], T::DTYPE)?;
     let p = Ptr(out.data_ptr::<T>());
     for_range(n, GRAIN, |s, e| {
         for i in s..e {
             unsafe { *p.at(i as isize) = f(i) };
         }
     });
-    out
+    Ok(out)
 }
 
 pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
@@ -40,9 +40,9 @@ pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
     dtype.require_real("arange_cpu")?;
     let n = ((end - start) / step).ceil().max(0.0) as usize;
     Ok(with_dtype!(dtype, T, if dtype.is_float() {
-        from_index_fn::<T>(n, |i| T::from_f64(start + i as f64 * step))
+        from_index_fn::<T>(n, |i| T::from_f64(start + i as f64 * step))?
     } else {
-        from_index_fn::<T>(n, |i| T::from_i64((start + i as f64 * step) as i64))
+        from_index_fn::<T>(n, |i| T::from_i64((start + i as f64 * step) as i64))?
     }))
 }
 
@@ -70,7 +70,7 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
     Ok(with_dtype!(dtype, T, from_index_fn::<T>(n, |i| {
         let v = point(i);
         if dtype.is_float() { T::from_f64(v) } else { T::from_i64(v as i64) }
-    })))
+    })?))
 }
 
 /// `linspace` into a complex dtype: the real and imaginary parts are each spaced evenly.
@@ -80,7 +80,7 @@ pub fn linspace_complex(start: CDouble, end: CDouble, steps: i64, dtype: DType) 
         bail!(NotImplemented, "\"linspace_cpu\" not implemented for '{}'", dtype.legacy_name());
     }
     let (re, im) = (linspace_point(start.re, end.re, n), linspace_point(start.im, end.im, n));
-    Ok(crate::with_complex!(dtype, T, from_index_fn::<T>(n, |i| T::from_c128(CDouble::new(re(i), im(i))))))
+    Ok(crate::with_complex!(dtype, T, from_index_fn::<T>(n, |i| T::from_c128(CDouble::new(re(i), im(i))))?))
 }
 
 pub fn logspace(start: f64, end: f64, steps: i64, base: f64, dtype: DType) -> Result<Tensor> {
@@ -88,7 +88,7 @@ pub fn logspace(start: f64, end: f64, steps: i64, base: f64, dtype: DType) -> Re
         return logspace_complex(CDouble::new(start, 0.0), CDouble::new(end, 0.0), steps, base, dtype);
     }
     let exps = linspace(start, end, steps, DType::F64)?;
-    let out = Tensor::uninit(exps.shape(), dtype);
+    let out = Tensor::uninit(exps.shape(), dtype)?;
     with_dtype!(dtype, T, unary_into::<f64, T>(&exps, &out, |e| T::from_f64(base.powf(e))));
     Ok(out)
 }
@@ -101,20 +101,20 @@ pub fn logspace_complex(start: CDouble, end: CDouble, steps: i64, base: f64, dty
     }
     let exps = linspace_complex(start, end, steps, DType::C128)?;
     let ln_base = CDouble::new(base, 0.0).ln();
-    let out = Tensor::uninit(exps.shape(), dtype);
+    let out = Tensor::uninit(exps.shape(), dtype)?;
     crate::with_complex!(dtype, T, unary_into::<CDouble, T>(&exps, &out, |e| T::from_c128((e * ln_base).exp())));
     Ok(out)
 }
 
-pub fn eye(n: usize, m: usize, dtype: DType) -> Tensor {
-    let out = Tensor::zeros(&[n, m], dtype);
+pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
+    let out = Tensor::zeros(&[n, m], dtype)?;
     crate::with_any_dtype!(dtype, T, {
         let p = out.data_ptr::<T>();
         for i in 0..n.min(m) {
             unsafe { *p.add(i * m + i) = T::one() };
         }
     });
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

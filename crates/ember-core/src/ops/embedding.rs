@@ -44,7 +44,7 @@ fn lookup(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
     let idx = checked_indices(indices, rows, "indices")?;
     let mut shape = indices.shape().to_vec();
     shape.push(dim);
-    let out = Tensor::uninit(&shape, weight.dtype());
+    let out = Tensor::uninit(&shape, weight.dtype())?;
     let [s0, s1] = [weight.strides()[0], weight.strides()[1]];
     with_dtype!(weight.dtype(), T, {
         let (pw, po) = (Ptr(weight.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
@@ -162,7 +162,7 @@ pub fn embedding_bag(
         Some(p) => p.to_dtype(DType::F64).contiguous().to_vec::<f64>()?,
         None => vec![1.0; idx.len()],
     };
-    let out = Tensor::uninit(&[bags.len(), dim], weight.dtype());
+    let out = Tensor::uninit(&[bags.len(), dim], weight.dtype())?;
     let [s0, s1] = [weight.strides()[0], weight.strides()[1]];
     with_dtype!(weight.dtype(), T, {
         let (pw, po) = (Ptr(weight.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));

@@ -118,7 +118,7 @@ fn r2c_backward(g: &Tensor, dims: &[usize], norm: Norm, onesided: bool, full: us
     let g = if onesided && g.shape()[last] < full {
         let mut shape = g.shape().to_vec();
         shape[last] = full - g.shape()[last];
-        super::join::cat(&[g.clone(), Tensor::zeros(&shape, g.dtype())], last as i64)?
+        super::join::cat(&[g.clone(), Tensor::zeros(&shape, g.dtype())?], last as i64)?
     } else {
         g.clone()
     };
@@ -271,7 +271,7 @@ fn c2c_stage<T: FftFloat>(cur: Stage, dim: usize, forward: bool, scale: f64) -> 
     let ps = Ptr(src.byte_ptr() as *mut Complex<T>);
     if inner == 1 && total > 0 && split_pays(n, total / n) {
         // Out of place: the halves are gathered into the output before anything is transformed.
-        let out = Tensor::uninit(shape, src.dtype());
+        let out = Tensor::uninit(shape, src.dtype())?;
         let po = Ptr(out.byte_ptr() as *mut Complex<T>);
         for row in (0..total).step_by(n) {
             let x = unsafe { std::slice::from_raw_parts(ps.at(row as isize), n) };
@@ -281,7 +281,7 @@ fn c2c_stage<T: FftFloat>(cur: Stage, dim: usize, forward: bool, scale: f64) -> 
     }
     // A strided input is copied by `contiguous`, and that copy is ours too.
     let in_place = cur.owned || !cur.t.is_contiguous();
-    let out = if in_place { src.clone() } else { Tensor::uninit(shape, src.dtype()) };
+    let out = if in_place { src.clone() } else { Tensor::uninit(shape, src.dtype())? };
     if total == 0 {
         return Ok(Stage { t: out, owned: true });
     }
@@ -410,7 +410,7 @@ fn r2c_stage<T: FftFloat>(x: &Tensor, dim: usize, onesided: bool, scale: f64) ->
     let m = if onesided { n / 2 + 1 } else { n };
     let mut out_shape = rows.shape().to_vec();
     *out_shape.last_mut().unwrap() = m;
-    let out = Tensor::uninit(&out_shape, working_complex(x.dtype().to_complex()));
+    let out = Tensor::uninit(&out_shape, working_complex(x.dtype().to_complex()))?;
     let count = rows.numel() / n;
     if count > 0 {
         let plan = T::r2c_plan(n);
@@ -449,7 +449,7 @@ fn c2r_stage<T: FftFloat>(x: &Tensor, dim: usize, n: usize, scale: f64) -> Resul
     let m = n / 2 + 1;
     let mut out_shape = rows.shape().to_vec();
     *out_shape.last_mut().unwrap() = n;
-    let out = Tensor::uninit(&out_shape, x.dtype().to_real());
+    let out = Tensor::uninit(&out_shape, x.dtype().to_real())?;
     let count = rows.numel() / m;
     if count > 0 {
         let plan = T::c2r_plan(n);
@@ -556,7 +556,7 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_errors() {
-        let x = Tensor::zeros(&[4], DType::C64);
+        let x = Tensor::zeros(&[4], DType::C64).unwrap();
         assert!(Norm::from_name(Some("sideways")).is_err());
         assert!(fft_c2c(&x, &[1], Norm::Backward, true).is_err());
         assert!(fft_c2c(&x, &[0, 0], Norm::Backward, true).is_err());

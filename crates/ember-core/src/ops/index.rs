@@ -57,7 +57,7 @@ pub fn require_integer(index: &Tensor, what: &str) -> Result<()> {
 /// when `wrap`, as advanced indexing and `take` do; gather/scatter/index_* refuse them).
 pub fn checked_index(index: &Tensor, size: usize, dim: usize, wrap: bool) -> Result<Tensor> {
     require_integer(index, "index")?;
-    let out = Tensor::uninit(index.shape(), DType::I64);
+    let out = Tensor::uninit(index.shape(), DType::I64)?;
     let (found, bad) = (AtomicBool::new(false), AtomicI64::new(0));
     let n = size as i64;
     with_dtype!(index.dtype(), I, unary_into::<I, i64>(index, &out, |v| {
@@ -78,17 +78,17 @@ pub fn checked_index(index: &Tensor, size: usize, dim: usize, wrap: bool) -> Res
 }
 
 /// `sum_d coord_d * strides[d]` for every position of `shape`, as a contiguous int64 tensor.
-fn layout_offsets(shape: &[usize], strides: &[isize]) -> Tensor {
-    let acc = Tensor::zeros(shape, DType::I64);
+fn layout_offsets(shape: &[usize], strides: &[isize]) -> Result<Tensor> {
+    let acc = Tensor::zeros(shape, DType::I64)?;
     for d in 0..shape.len() {
-        let coord = super::creation::from_index_fn::<i64>(shape[d], |i| i as i64);
+        let coord = super::creation::from_index_fn::<i64>(shape[d], |i| i as i64)?;
         let mut l = vec![1usize; shape.len()];
         l[d] = shape[d];
         let coord = coord.reshape(&l.iter().map(|&s| s as i64).collect::<Vec<_>>()).unwrap().broadcast_to(shape).unwrap();
         let s = strides[d] as i64;
         binary_into::<i64, i64, i64>(&acc, &coord, &acc, |o, c| o + c * s);
     }
-    acc
+    Ok(acc)
 }
 
 /// Calls `f(offsets, len)` for every run of `plan`, serially (the caller parallelises outside).
@@ -160,8 +160,12 @@ impl IndexPlan {
                 crate::error::Error::new(crate::ErrorKind::Index, format!("shape mismatch: indexing tensors could not be broadcast together with shapes {}", shapes.join(", ")))
             })?;
         }
-        let offsets = Tensor::zeros(&b_shape, DType::I64);
+        let offsets = Tensor::zeros(&b_shape, DType::I64)?;
         for (d, idx) in indices {
+            // Byte and bool masks arrive here as the coordinates of their nonzeros.
+            if !matches!(idx.dtype(), DType::I64 | DType::I32) {
+                bail!(Index, "tensors used as indices must be long, int, byte or bool tensors, got {}", idx.dtype());
+            }
             let checked = checked_index(idx, x.shape()[*d], *d, true)?.broadcast_to(&b_shape)?;
             let s = x.strides()[*d] as i64;
             binary_into::<i64, i64, i64>(&offsets, &checked, &offsets, |o, i| o + i * s);
@@ -231,7 +235,7 @@ pub fn index(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
     let i = ind.clone();
     let map: LinearFn = Arc::new(move |t: &Tensor| gather_indexed(t, &i));
     let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
-        let z = Tensor::zeros(&shape, g.dtype());
+        let z = Tensor::zeros(&shape, g.dtype())?;
         put(&z, &ind, g, true)?;
         Ok(z)
     });
@@ -240,10 +244,10 @@ pub fn index(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
 
 fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
     let plan = IndexPlan::new(x, indices)?;
-    let out = Tensor::uninit(&plan.out_shape, x.dtype());
+    let out = Tensor::uninit(&plan.out_shape, x.dtype())?;
     let work = out.permute(&plan.to_work)?;
     let nb = plan.offsets.ndim();
-    let out_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb]);
+    let out_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb])?;
     with_width!(x.dtype().size(), T, move_blocks::<T>(
         Ptr(out.byte_ptr() as *mut T),
         &out_offs,
@@ -262,6 +266,8 @@ fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
 /// Under autograd, `x`'s gradient passes except where it was overwritten, and `values` receive
 /// the gradient at the indices.
 pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool) -> Result<()> {
+    let inputs: Vec<&Tensor> = indices.iter().map(|(_, i)| i).chain([values]).collect();
+    super::overlap::check_no_overlap(x, &inputs)?;
     autograd::inplace::in_place(x, &[values], || put(x, indices, values, accumulate), || {
         let fresh = {
             let _raw = autograd::untracked();
@@ -272,7 +278,7 @@ pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accum
         let keep = if accumulate {
             None
         } else {
-            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype());
+            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype())?;
             put(&k, indices, &Tensor::scalar(0i64).to_dtype(x.dtype()), false)?;
             Some(k)
         };
@@ -300,7 +306,7 @@ fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: boo
     })?;
     let work = values.permute(&plan.to_work)?;
     let nb = plan.offsets.ndim();
-    let src_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb]);
+    let src_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb])?;
     if accumulate && x.dtype().is_complex() {
         crate::with_complex!(x.dtype(), T, move_blocks::<T>(
             Ptr(x.data_ptr::<T>()),
@@ -489,7 +495,7 @@ pub fn gather_adjoint(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> 
 }
 
 fn scatter_zeros(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let z = Tensor::zeros(shape, g.dtype());
+    let z = Tensor::zeros(shape, g.dtype())?;
     scatter_kernel(&z, dim, index, g, Reduce::Sum, true)?;
     Ok(z)
 }
@@ -499,7 +505,7 @@ fn gather_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     check_index_shape("gather", x, index, d, None)?;
     let size = x.shape().get(d).copied().unwrap_or(1);
     let idx = checked_index(index, size, d, false)?;
-    let out = Tensor::uninit(index.shape(), x.dtype());
+    let out = Tensor::uninit(index.shape(), x.dtype())?;
     let rank = index.ndim().max(1);
     let (shape, out_strides) = as_rank(&out, rank);
     let (_, idx_strides) = as_rank(&idx, rank);
@@ -524,6 +530,7 @@ fn gather_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
 /// Under autograd (`Assign` and `Sum` only): `x`'s gradient passes except where assignment
 /// overwrote it, and `src` receives the gradient gathered at `index`.
 pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+    super::overlap::check_no_overlap(x, &[index, src])?;
     autograd::inplace::in_place(x, &[src], || scatter_kernel(x, dim, index, src, op, include_self), || {
         if !matches!(op, Reduce::Assign | Reduce::Sum) || !include_self {
             bail!(Runtime, "derivative for scatter_reduce with reduce={op:?} and include_self={include_self} is not implemented");
@@ -535,8 +542,8 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
             c
         };
         let keep = if op == Reduce::Assign {
-            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype());
-            scatter_kernel(&k, dim, index, &Tensor::zeros(&[], x.dtype()).broadcast_to(index.shape())?, Reduce::Assign, true)?;
+            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype())?;
+            scatter_kernel(&k, dim, index, &Tensor::zeros(&[], x.dtype())?.broadcast_to(index.shape())?, Reduce::Assign, true)?;
             Some(k)
         } else {
             None
@@ -609,7 +616,7 @@ fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce
 /// Finishes a `Mean` scatter: divides each destination by the number of values that met there
 /// (plus itself with `include_self`); floor division for integers, as PyTorch does.
 fn divide_by_counts(x: &Tensor, d: usize, idx: &Tensor, include_self: bool) -> Result<()> {
-    let counts = super::creation::full(x.shape(), super::binary::Scalar::Int(include_self as i64), DType::I64);
+    let counts = super::creation::full(x.shape(), super::binary::Scalar::Int(include_self as i64), DType::I64)?;
     let ones = Tensor::scalar(1i64).broadcast_to(idx.shape())?;
     scatter_kernel(&counts, d as i64, idx, &ones, Reduce::Sum, true)?;
     crate::with_any_dtype!(x.dtype(), T, binary_into::<T, i64, T>(x, &counts, x, |v, c| match c {
@@ -657,9 +664,11 @@ pub fn index_add_or_copy_(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor,
     let op = if accumulate { "index_add_" } else { "index_copy_" };
     let d = x.wrap_dim(dim)?;
     check_index_source(op, x, d, index, source)?;
+    // Unlike indexing, these refuse negative indices, as PyTorch does.
+    let index = checked_index(index, x.shape().get(d).copied().unwrap_or(1), d, false)?;
     let x1 = at_least_1d(x);
     let src = if x.ndim() == 0 { source.reshape(&[-1])? } else { source.clone() };
-    index_put(&x1, &[(d, at_least_1d(index))], &src, accumulate)
+    index_put(&x1, &[(d, at_least_1d(&index))], &src, accumulate)
 }
 
 /// `index_fill_`: every slice of `x` named by `index` along `dim` becomes `value` (a 0-d tensor).
@@ -714,7 +723,7 @@ pub fn take_adjoint(g: &Tensor, positions: &Tensor, shape: &[usize]) -> Result<T
     let size: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     let (p, q) = (positions.clone(), positions.clone());
     let map: LinearFn = Arc::new(move |g: &Tensor| {
-        let z = Tensor::zeros(&[n as usize], g.dtype());
+        let z = Tensor::zeros(&[n as usize], g.dtype())?;
         put(&z, &[(0, p.clone())], g, true)?;
         z.reshape(&size)
     });
@@ -732,10 +741,9 @@ fn check_bool_mask(op: &str, mask: &Tensor) -> Result<()> {
 /// `masked_fill` into `out` (which may be `x` itself): `value` where `mask`, else `x`.
 pub fn masked_fill_into(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<()> {
     if out.is_alias_of(x) {
-        return autograd::inplace::in_place(out, &[value], || masked_fill_kernel(x, mask, value, out), || masked_fill(x, mask, value));
+        return autograd::inplace::in_place(out, &[value, mask], || masked_fill_kernel(x, mask, value, out), || masked_fill(x, mask, value));
     }
-    autograd::inplace::check_out(out, &[x, value])?;
-    masked_fill_kernel(x, mask, value, out)
+    autograd::inplace::out_write(out, &[x, mask, value], || masked_fill_kernel(x, mask, value, out), || masked_fill(x, mask, value))
 }
 
 fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -> Result<()> {
@@ -753,7 +761,7 @@ fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -
 /// `masked_fill`: a fresh tensor of `x`'s dtype and the broadcast shape of `x` and `mask`.
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     let kernel = || {
-        let out = Tensor::uninit(&broadcast_shapes(x.shape(), mask.shape())?, x.dtype());
+        let out = Tensor::uninit(&broadcast_shapes(x.shape(), mask.shape())?, x.dtype())?;
         masked_fill_kernel(x, mask, value, &out)?;
         Ok(out)
     };
@@ -762,12 +770,12 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
 
 /// The coordinates (one int64 row per element) of every non-zero element, in row-major order.
 /// Chunks count their non-zeros in parallel, then write their rows at their prefix offsets.
-pub fn nonzero(x: &Tensor) -> Tensor {
+pub fn nonzero(x: &Tensor) -> Result<Tensor> {
     let (n, ndim) = (x.numel(), x.ndim());
     let chunk = GRAIN.max(n.div_ceil(pool().current_num_threads().max(1)));
     let chunks = n.div_ceil(chunk);
     let counts: Vec<AtomicUsize> = (0..chunks).map(|_| AtomicUsize::new(0)).collect();
-    crate::with_any_dtype!(x.dtype(), T, {
+    Ok(crate::with_any_dtype!(x.dtype(), T, {
         let px = Ptr(x.data_ptr::<T>());
         let visit = |c: usize, f: &mut dyn FnMut(&[usize])| {
             let (start, end) = (c * chunk, ((c + 1) * chunk).min(n));
@@ -799,7 +807,7 @@ pub fn nonzero(x: &Tensor) -> Tensor {
             Some(s)
         }).collect();
         let total = starts.last().map_or(0, |s| s + counts[chunks - 1].load(Ordering::Relaxed));
-        let out = Tensor::uninit(&[total, ndim], DType::I64);
+        let out = Tensor::uninit(&[total, ndim], DType::I64)?;
         let po = Ptr(out.data_ptr::<i64>());
         for_range(chunks, 1, |s, e| {
             for c in s..e {
@@ -813,7 +821,7 @@ pub fn nonzero(x: &Tensor) -> Tensor {
             }
         });
         out
-    })
+    }))
 }
 
 /// `masked_select`: the elements of `x` where `mask` (both broadcast), as a 1-d tensor in
@@ -831,7 +839,7 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (m, n) = (mask.broadcast_to(&shape)?, mask.broadcast_to(&shape)?);
     let map: LinearFn = Arc::new(move |t: &Tensor| masked_select_kernel(t, &m));
     let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
-        let z = Tensor::zeros(n.shape(), g.dtype());
+        let z = Tensor::zeros(n.shape(), g.dtype())?;
         masked_scatter_(&z, &n, g)?;
         Ok(z)
     });
@@ -849,7 +857,7 @@ fn masked_select_kernel(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let mask_of = |c: usize| unsafe { std::slice::from_raw_parts(pm.at(span(c).start as isize) as *const u8, span(c).len()) };
     let counts: Vec<usize> = pool().install(|| (0..n.div_ceil(chunk)).into_par_iter().map(|c| mask_of(c).iter().map(|&b| b as usize).sum()).collect());
     let starts: Vec<usize> = counts.iter().scan(0, |acc, &k| Some(std::mem::replace(acc, *acc + k))).collect();
-    let out = Tensor::uninit(&[counts.iter().sum()], x.dtype());
+    let out = Tensor::uninit(&[counts.iter().sum()], x.dtype())?;
     crate::with_any_dtype!(x.dtype(), T, {
         let (px, po) = (Ptr(xs.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
         for_range(counts.len(), 1, |s, e| {
@@ -872,7 +880,7 @@ fn masked_select_kernel(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
 /// `masked_scatter_`: the elements of `x` where `mask` take `source`'s elements in order.
 pub fn masked_scatter_(x: &Tensor, mask: &Tensor, source: &Tensor) -> Result<()> {
     check_bool_mask("masked_scatter_:", mask)?;
-    let coords = nonzero(&mask.broadcast_to(x.shape())?);
+    let coords = nonzero(&mask.broadcast_to(x.shape())?)?;
     let count = coords.shape()[0];
     if source.numel() < count {
         bail!(Runtime, "masked_scatter: expected source to have at least {count} elements, but got {}", source.numel());
@@ -882,16 +890,16 @@ pub fn masked_scatter_(x: &Tensor, mask: &Tensor, source: &Tensor) -> Result<()>
     }
     let values = source.reshape(&[-1])?.narrow(0, 0, count as i64)?;
     let x1 = at_least_1d(x);
-    index_put(&x1, &coordinate_columns(&coords, x1.ndim()), &values, false)
+    index_put(&x1, &coordinate_columns(&coords, x1.ndim())?, &values, false)
 }
 
 /// The columns of a `nonzero` result as advanced indices on dims `0..ndim` (a 0-d tensor's
 /// single coordinate column is all zeros, which indexes it seen as `[1]`).
-fn coordinate_columns(coords: &Tensor, ndim: usize) -> Vec<(usize, Tensor)> {
+fn coordinate_columns(coords: &Tensor, ndim: usize) -> Result<Vec<(usize, Tensor)>> {
     if coords.shape()[1] == 0 {
-        return vec![(0, Tensor::zeros(&[coords.shape()[0]], DType::I64))];
+        return Ok(vec![(0, Tensor::zeros(&[coords.shape()[0]], DType::I64)?)]);
     }
-    (0..ndim).map(|k| (k, coords.select(1, k as i64).expect("nonzero has one column per dim"))).collect()
+    Ok((0..ndim).map(|k| (k, coords.select(1, k as i64).expect("nonzero has one column per dim"))).collect())
 }
 
 /// `tril` (`upper = false`) or `triu` of the last two dims into `out` (which may be `x`): keeps
@@ -900,8 +908,7 @@ pub fn tri_into(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<
     if out.is_alias_of(x) {
         return autograd::inplace::in_place(out, &[], || tri_kernel(x, diagonal, upper, out), || tri(x, diagonal, upper));
     }
-    autograd::inplace::check_out(out, &[x])?;
-    tri_kernel(x, diagonal, upper, out)
+    autograd::inplace::out_write(out, &[x], || tri_kernel(x, diagonal, upper, out), || tri(x, diagonal, upper))
 }
 
 fn tri_kernel(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
@@ -928,7 +935,7 @@ fn tri_kernel(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()
 /// `tril`/`triu` into a fresh tensor.
 pub fn tri(x: &Tensor, diagonal: i64, upper: bool) -> Result<Tensor> {
     let kernel = || {
-        let out = Tensor::uninit(x.shape(), x.dtype());
+        let out = Tensor::uninit(x.shape(), x.dtype())?;
         tri_kernel(x, diagonal, upper, &out)?;
         Ok(out)
     };
@@ -959,7 +966,7 @@ mod tests {
 
     #[test]
     fn index_plan_places_separated_dims_first() {
-        let x = Tensor::zeros(&[2, 3, 4, 5], DType::F32);
+        let x = Tensor::zeros(&[2, 3, 4, 5], DType::F32).unwrap();
         let i = ints(&[0, 1]);
         assert_eq!(index(&x, &[(1, i.clone()), (2, i.clone())]).unwrap().shape(), &[2, 2, 5]);
         assert_eq!(index(&x, &[(1, i.clone()), (3, i.clone())]).unwrap().shape(), &[2, 2, 4]);
@@ -984,8 +991,8 @@ mod tests {
     #[test]
     fn nonzero_is_in_row_major_order() {
         let x = Tensor::from_vec(vec![0i32, 1, 1, 0, 0, 1], &[2, 3]).unwrap();
-        assert_eq!(nonzero(&x).to_vec::<i64>().unwrap(), vec![0, 1, 0, 2, 1, 2]);
+        assert_eq!(nonzero(&x).unwrap().to_vec::<i64>().unwrap(), vec![0, 1, 0, 2, 1, 2]);
         let t = x.transpose(0, 1).unwrap();
-        assert_eq!(nonzero(&t).to_vec::<i64>().unwrap(), vec![1, 0, 2, 0, 2, 1]);
+        assert_eq!(nonzero(&t).unwrap().to_vec::<i64>().unwrap(), vec![1, 0, 2, 0, 2, 1]);
     }
 }

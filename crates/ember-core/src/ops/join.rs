@@ -13,7 +13,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let kernel = || {
         let (shape, dtype) = cat_shape(tensors, dim)?;
-        let out = Tensor::uninit(&shape, dtype);
+        let out = Tensor::uninit(&shape, dtype)?;
         cat_kernel(tensors, dim, &out)?;
         Ok(out)
     };
@@ -45,7 +45,7 @@ pub fn cat_shape(tensors: &[Tensor], dim: i64) -> Result<(Vec<usize>, DType)> {
                 bail!(Runtime, "Sizes of tensors must match except in dimension {d}. Expected size {} but got size {} for tensor number {i} in the list.", first.shape()[k], t.shape()[k]);
             }
         }
-        shape[d] += t.shape()[d];
+        shape[d] = shape[d].checked_add(t.shape()[d]).ok_or_else(|| crate::layout::size_overflow(&shape))?;
     }
     Ok((shape, dtype))
 }
@@ -56,8 +56,9 @@ fn is_legacy_empty(t: &Tensor) -> bool {
 
 /// `cat` into `out` (already shaped by `cat_shape`), each input cast into its slice.
 pub fn cat_into(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<()> {
-    crate::autograd::inplace::check_out(out, &tensors.iter().collect::<Vec<_>>())?;
-    cat_kernel(tensors, dim, out)
+    let inputs: Vec<&Tensor> = tensors.iter().collect();
+    super::overlap::check_no_overlap(out, &inputs)?;
+    crate::autograd::inplace::out_write(out, &inputs, || cat_kernel(tensors, dim, out), || cat(tensors, dim))
 }
 
 fn cat_kernel(tensors: &[Tensor], dim: i64, out: &Tensor) -> Result<()> {
@@ -195,6 +196,9 @@ fn roll_kernel(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     if shifts.len() != dims.len() {
         bail!(Runtime, "shifts and dimensions must align. shifts: {}, dims:{}", shifts.len(), dims.len());
     }
+    if x.ndim() == 0 {
+        bail!(Index, "Dimension specified as {} but tensor has no dimensions", dims[0]);
+    }
     let mut cur = x.clone();
     for (&shift, &dim) in shifts.iter().zip(dims) {
         cur = roll_one(&cur, shift, cur.wrap_dim(dim)?)?;
@@ -209,7 +213,7 @@ fn roll_one(x: &Tensor, shift: i64, d: usize) -> Result<Tensor> {
         return Ok(x.clone());
     }
     let s = shift.rem_euclid(n);
-    let out = Tensor::uninit(x.shape(), x.dtype());
+    let out = Tensor::uninit(x.shape(), x.dtype())?;
     out.narrow(d as i64, 0, s)?.copy_(&x.narrow(d as i64, n - s, s)?)?;
     out.narrow(d as i64, s, n - s)?.copy_(&x.narrow(d as i64, 0, n - s)?)?;
     Ok(out)
@@ -230,8 +234,9 @@ fn repeat_kernel(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     }
     let lead = repeats.len() - x.ndim();
     let sizes: Vec<i64> = std::iter::repeat_n(1, lead).chain(x.shape().iter().map(|&s| s as i64)).collect();
-    let out_shape: Vec<usize> = repeats.iter().zip(&sizes).map(|(&r, &s)| (r * s) as usize).collect();
-    let out = Tensor::uninit(&out_shape, x.dtype());
+    let out_shape = repeats.iter().zip(&sizes).map(|(&r, &s)| r.checked_mul(s).map(|n| n as usize)).collect::<Option<Vec<usize>>>();
+    let out_shape = out_shape.ok_or_else(|| crate::layout::size_overflow(repeats))?;
+    let out = Tensor::uninit(&out_shape, x.dtype())?;
     if out.numel() == 0 {
         return Ok(out);
     }
@@ -253,14 +258,25 @@ pub fn repeat_interleave(x: &Tensor, counts: &[i64], dim: i64) -> Result<Tensor>
     if counts.iter().any(|&c| c < 0) {
         bail!(Runtime, "repeats can not be negative");
     }
-    let positions: Vec<i64> = (0..n).flat_map(|i| std::iter::repeat_n(i as i64, counts[i.min(counts.len() - 1)] as usize)).collect();
-    let len = positions.len();
+    let count = |i: usize| counts[i.min(counts.len() - 1)] as usize;
+    let len = (0..n).try_fold(0usize, |acc, i| acc.checked_add(count(i))).ok_or_else(|| crate::layout::size_overflow(counts))?;
+    let mut positions = crate::storage::try_vec(len)?;
+    positions.extend((0..n).flat_map(|i| std::iter::repeat_n(i as i64, count(i))));
     super::index::index_select(x, d as i64, &Tensor::from_vec(positions, &[len])?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeats_whose_sizes_overflow_are_errors_before_any_allocation() {
+        let x = Tensor::zeros(&[3], DType::F32).unwrap();
+        assert!(repeat(&x, &[1 << 62]).unwrap_err().message.contains("overflowed"));
+        assert!(repeat_interleave(&x, &[i64::MAX], 0).unwrap_err().message.contains("overflowed"));
+        let wide = Tensor::zeros(&[1], DType::F32).unwrap().broadcast_to(&[1 << 62]).unwrap();
+        assert!(cat_shape(&[wide.clone(), wide.clone(), wide.clone(), wide], 0).unwrap_err().message.contains("overflowed"));
+    }
 
     fn range(n: usize, shape: &[usize]) -> Tensor {
         Tensor::from_vec((0..n as i64).collect(), shape).unwrap()
@@ -269,7 +285,7 @@ mod tests {
     #[test]
     fn cat_checks_and_skips_legacy_empty() {
         let a = range(6, &[2, 3]);
-        let e = Tensor::zeros(&[0], DType::F32);
+        let e = Tensor::zeros(&[0], DType::F32).unwrap();
         let r = cat(&[a.clone(), e, a.clone()], 0).unwrap();
         assert_eq!((r.shape(), r.dtype()), (&[4usize, 3][..], DType::F32));
         let b = range(4, &[2, 2]);

@@ -101,11 +101,11 @@ fn check_dtypes(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
 }
 
 /// Batched product over the leading dims of 3-d operands `[B, m, k] @ [B, k, n]`.
-fn bmm_into(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
+fn bmm_into(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) -> Result<()> {
     if super::half::gemm::available() {
         match a.dtype() {
-            DType::BF16 => return bmm_bf16::<half::bf16>(a, b, out, accumulate),
-            DType::F32 if float32_matmul_precision() == Precision::Medium => return bmm_bf16::<f32>(a, b, out, accumulate),
+            DType::BF16 => return Ok(bmm_bf16::<half::bf16>(a, b, out, accumulate)),
+            DType::F32 if float32_matmul_precision() == Precision::Medium => return Ok(bmm_bf16::<f32>(a, b, out, accumulate)),
             _ => {}
         }
     }
@@ -116,20 +116,21 @@ fn bmm_into(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
         _ => None,
     };
     if let Some(wide) = wide {
-        let r = bmm_fresh(&a.to_dtype(wide), &b.to_dtype(wide));
+        let r = bmm_fresh(&a.to_dtype(wide), &b.to_dtype(wide))?;
         if accumulate {
-            let sum = super::binary::binary(super::binary::BinaryOp::Add, super::binary::Operand::Tensor(out), super::binary::Operand::Tensor(&r)).unwrap();
-            out.copy_(&sum).unwrap();
+            let sum = super::binary::binary(super::binary::BinaryOp::Add, super::binary::Operand::Tensor(out), super::binary::Operand::Tensor(&r))?;
+            out.copy_(&sum)?;
         } else {
-            out.copy_(&r).unwrap();
+            out.copy_(&r)?;
         }
-        return;
+        return Ok(());
     }
     if a.dtype().is_complex() {
         crate::with_complex!(a.dtype(), T, bmm_typed::<T>(a, b, out, accumulate))
     } else {
         with_dtype!(a.dtype(), T, bmm_typed::<T>(a, b, out, accumulate))
     }
+    Ok(())
 }
 
 fn bmm_typed<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) {
@@ -171,10 +172,10 @@ fn bmm_bf16<S: Source + Sink + Element>(a: &Tensor, b: &Tensor, out: &Tensor, ac
     }
 }
 
-fn bmm_fresh(a: &Tensor, b: &Tensor) -> Tensor {
-    let out = Tensor::uninit(&[a.shape()[0], a.shape()[1], b.shape()[2]], a.dtype());
-    bmm_into(a, b, &out, false);
-    out
+fn bmm_fresh(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = Tensor::uninit(&[a.shape()[0], a.shape()[1], b.shape()[2]], a.dtype())?;
+    bmm_into(a, b, &out, false)?;
+    Ok(out)
 }
 
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -189,7 +190,7 @@ fn mm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.shape()[1] != b.shape()[0] {
         bail!(Runtime, "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", a.shape()[0], a.shape()[1], b.shape()[0], b.shape()[1]);
     }
-    Ok(bmm_fresh(&a.unsqueeze(0)?, &b.unsqueeze(0)?).squeeze(Some(&[0]))?)
+    Ok(bmm_fresh(&a.unsqueeze(0)?, &b.unsqueeze(0)?)?.squeeze(Some(&[0]))?)
 }
 
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -204,7 +205,7 @@ fn bmm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.shape()[0] != b.shape()[0] || a.shape()[2] != b.shape()[1] {
         bail!(Runtime, "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].", a.shape()[0], a.shape()[2], b.shape()[0], b.shape()[1]);
     }
-    Ok(bmm_fresh(a, b))
+    bmm_fresh(a, b)
 }
 
 /// `torch.matmul`: dot, matrix-vector, matrix-matrix and broadcast batched products.
@@ -232,7 +233,7 @@ fn matmul_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let e = t.broadcast_to(&s)?;
         e.reshape(&[nb as i64, r as i64, c as i64])
     };
-    let out = bmm_fresh(&full(&a2, m, k)?, &full(&b2, k, n)?);
+    let out = bmm_fresh(&full(&a2, m, k)?, &full(&b2, k, n)?)?;
     let mut shape: Vec<i64> = batch.iter().map(|&d| d as i64).collect();
     if da > 1 {
         shape.push(m as i64);

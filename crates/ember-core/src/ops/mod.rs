@@ -24,6 +24,7 @@ pub mod math;
 pub mod matmul;
 pub mod nhwc;
 pub mod nn;
+pub mod overlap;
 pub mod pad;
 pub mod pool;
 mod pool_simd;

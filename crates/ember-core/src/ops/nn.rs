@@ -197,7 +197,7 @@ pub fn softmax(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
 fn softmax_kernel(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
     check_float(x, if log { "log_softmax_lastdim_kernel_impl" } else { "softmax_lastdim_kernel_impl" })?;
     let d = x.wrap_dim(dim)?;
-    let out = Tensor::uninit(x.shape(), x.dtype());
+    let out = Tensor::uninit(x.shape(), x.dtype())?;
     if x.numel() == 0 {
         return Ok(out);
     }
@@ -289,7 +289,7 @@ fn layer_norm_kernel(x: &Tensor, normalized_shape: &[usize], weight: Option<&Ten
         let star = shape_str(normalized_shape).replacen('[', "[*, ", 1);
         bail!(Runtime, "Given normalized_shape={}, expected input with shape {star}, but got input of size{}", shape_str(normalized_shape), shape_str(x.shape()));
     }
-    let out = Tensor::uninit(x.shape(), x.dtype());
+    let out = Tensor::uninit(x.shape(), x.dtype())?;
     let n: usize = normalized_shape.iter().product();
     if x.numel() == 0 {
         return Ok(out);
@@ -341,8 +341,8 @@ fn row_moments(x: &Tensor, rows: usize) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// `x * scale[r] + shift[r]` for each contiguous row `r` of `x`.
-fn affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> Tensor {
-    let out = Tensor::uninit(x.shape(), x.dtype());
+fn affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> Result<Tensor> {
+    let out = Tensor::uninit(x.shape(), x.dtype())?;
     let rows = scale.len();
     let n = x.numel() / rows.max(1);
     let (ps, pb) = (Ptr(scale.as_ptr() as *mut f64), Ptr(shift.as_ptr() as *mut f64));
@@ -350,7 +350,7 @@ fn affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> Tensor {
         let (px, po) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
         for_range(rows, (GRAIN / n.max(1)).max(1), |s, e| unsafe { affine_rows_any::<T>(px, po, n, s, e, ps, pb) });
     });
-    out
+    Ok(out)
 }
 
 /// (N, C, spatial size) of an input laid out as (N, C, *).
@@ -398,7 +398,7 @@ fn group_norm_kernel(x: &Tensor, groups: usize, weight: Option<&Tensor>, bias: O
     }
     let (w, b) = (per_channel(weight, c, "weight")?, per_channel(bias, c, "bias")?);
     if x.numel() == 0 {
-        return Ok(Tensor::uninit(x.shape(), x.dtype()));
+        return Tensor::uninit(x.shape(), x.dtype());
     }
     let xc = x.contiguous();
     let (mean, var) = row_moments(&xc, n * groups);
@@ -406,7 +406,7 @@ fn group_norm_kernel(x: &Tensor, groups: usize, weight: Option<&Tensor>, bias: O
     // Expand the group statistics to every (n, c) row.
     let row_stat = |v: &[f64]| (0..n * c).map(|r| v[r / per_group]).collect::<Vec<_>>();
     let (scale, shift) = scale_shift(&row_stat(&mean), &row_stat(&var), eps, &w, &b, |r| r % c);
-    Ok(affine(&xc, &scale, &shift))
+    affine(&xc, &scale, &shift)
 }
 
 /// Running statistics that a training step blends its batch statistics into.
@@ -491,7 +491,7 @@ fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tenso
         bail!(Value, "Expected more than 1 value per channel when training, got input size {}", shape_str(x.shape()));
     }
     if x.numel() == 0 {
-        return Ok(Tensor::uninit(x.shape(), x.dtype()));
+        return Tensor::uninit(x.shape(), x.dtype());
     }
     let nhwc = super::nhwc::norm_applies(x);
     let xc = if nhwc { x.clone() } else { x.contiguous() };
@@ -508,10 +508,10 @@ fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tenso
     };
     let (scale, shift) = scale_shift(&mean, &var, eps, &w, &b, |ch| ch);
     if nhwc {
-        return Ok(super::nhwc::channel_affine(x, &scale, &shift));
+        return super::nhwc::channel_affine(x, &scale, &shift);
     }
     let per_row = |v: &[f64]| (0..n * c).map(|r| v[r % c]).collect::<Vec<_>>();
-    Ok(affine(&xc, &per_row(&scale), &per_row(&shift)))
+    affine(&xc, &per_row(&scale), &per_row(&shift))
 }
 
 pub fn instance_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, use_input_stats: bool, momentum: f64, eps: f64) -> Result<Tensor> {
@@ -535,7 +535,7 @@ fn instance_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Te
         bail!(Value, "Expected more than 1 spatial element when training, got input size {}", shape_str(x.shape()));
     }
     if x.numel() == 0 {
-        return Ok(Tensor::uninit(x.shape(), x.dtype()));
+        return Tensor::uninit(x.shape(), x.dtype());
     }
     let xc = x.contiguous();
     let (mean, var) = match (&running, use_input_stats) {
@@ -555,7 +555,7 @@ fn instance_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Te
         (None, false) => bail!(Runtime, "Expected running_mean and running_var to be defined when use_input_stats is false"),
     };
     let (scale, shift) = scale_shift(&mean, &var, eps, &w, &b, |r| r % c);
-    Ok(affine(&xc, &scale, &shift))
+    affine(&xc, &scale, &shift)
 }
 
 #[cfg(test)]

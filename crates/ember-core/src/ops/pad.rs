@@ -32,22 +32,23 @@ impl PadMode {
 }
 
 /// The input position each output position reads along one dim; `None` is the fill value.
-fn position_map(n: usize, lo: i64, hi: i64, mode: PadMode) -> Vec<Option<usize>> {
+fn position_map(n: usize, lo: i64, hi: i64, mode: PadMode) -> Result<Vec<Option<usize>>> {
     let (n, out) = (n as i64, n as i64 + lo + hi);
-    (0..out)
-        .map(|o| {
-            let i = o - lo;
-            let mapped = match mode {
-                PadMode::Constant(_) => i,
-                PadMode::Reflect if i < 0 => -i,
-                PadMode::Reflect if i >= n => 2 * (n - 1) - i,
-                PadMode::Reflect => i,
-                PadMode::Replicate => i.clamp(0, n - 1),
-                PadMode::Circular => i.rem_euclid(n),
-            };
-            (0..n).contains(&mapped).then_some(mapped as usize)
-        })
-        .collect()
+    // As long as the padded dim: allocated fallibly, before the output.
+    let mut map = crate::storage::try_vec(out.max(0) as usize)?;
+    map.extend((0..out).map(|o| {
+        let i = o - lo;
+        let mapped = match mode {
+            PadMode::Constant(_) => i,
+            PadMode::Reflect if i < 0 => -i,
+            PadMode::Reflect if i >= n => 2 * (n - 1) - i,
+            PadMode::Reflect => i,
+            PadMode::Replicate => i.clamp(0, n - 1),
+            PadMode::Circular => i.rem_euclid(n),
+        };
+        (0..n).contains(&mapped).then_some(mapped as usize)
+    }));
+    Ok(map)
 }
 
 fn fmt_size(s: &[usize]) -> String {
@@ -72,6 +73,9 @@ fn check(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Vec<(i64, i64)>> 
     for j in 0..k {
         let d = ndim - 1 - j;
         let (lo, hi, n) = (pad[2 * j], pad[2 * j + 1], input.shape()[d] as i64);
+        if n.checked_add(lo).and_then(|s| s.checked_add(hi)).is_none() {
+            return Err(crate::layout::size_overflow(pad));
+        }
         match mode {
             PadMode::Constant(_) if n + lo + hi < 0 => {
                 bail!(Runtime, "The input size {n}, plus negative padding {lo} and {hi} resulted in a negative output size, which is invalid. Check dimension {d} of your input.")
@@ -101,9 +105,9 @@ fn pad_kernel(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
     if input.ndim() == 0 {
         return Ok(input.deep_clone());
     }
-    let maps: Vec<Vec<Option<usize>>> = input.shape().iter().zip(&pads).map(|(&n, &(lo, hi))| position_map(n, lo, hi, mode)).collect();
+    let maps: Vec<Vec<Option<usize>>> = input.shape().iter().zip(&pads).map(|(&n, &(lo, hi))| position_map(n, lo, hi, mode)).collect::<Result<_>>()?;
     let shape: Vec<usize> = maps.iter().map(|m| m.len()).collect();
-    let out = Tensor::uninit(&shape, input.dtype());
+    let out = Tensor::uninit(&shape, input.dtype())?;
     if out.numel() == 0 {
         return Ok(out);
     }
@@ -152,11 +156,11 @@ mod tests {
 
     #[test]
     fn maps_follow_each_mode() {
-        let r = |m| position_map(3, 2, 2, m).into_iter().map(|p| p.map_or(-1, |p| p as i64)).collect::<Vec<_>>();
+        let r = |m| position_map(3, 2, 2, m).unwrap().into_iter().map(|p| p.map_or(-1, |p| p as i64)).collect::<Vec<_>>();
         assert_eq!(r(PadMode::Reflect), vec![2, 1, 0, 1, 2, 1, 0]);
         assert_eq!(r(PadMode::Replicate), vec![0, 0, 0, 1, 2, 2, 2]);
         assert_eq!(r(PadMode::Circular), vec![1, 2, 0, 1, 2, 0, 1]);
         assert_eq!(r(PadMode::Constant(Scalar::Int(0))), vec![-1, -1, 0, 1, 2, -1, -1]);
-        assert_eq!(position_map(4, -1, -2, PadMode::Constant(Scalar::Int(0))), vec![Some(1)]);
+        assert_eq!(position_map(4, -1, -2, PadMode::Constant(Scalar::Int(0))).unwrap(), vec![Some(1)]);
     }
 }

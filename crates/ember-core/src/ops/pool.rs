@@ -364,12 +364,12 @@ fn as_planes3(input: &Tensor, planes: usize, spatial: &[usize]) -> Result<Tensor
 
 fn run_max(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], dims: usize) -> Result<(Tensor, Tensor)> {
     if dims == 2 && super::nhwc::is_channels_last(input) {
-        return Ok(super::nhwc::max_pool2d(input, &axes[1], &axes[2]));
+        return super::nhwc::max_pool2d(input, &axes[1], &axes[2]);
     }
     let x = as_planes3(input, planes, spatial)?;
     let shape = output_shape(input, dims, &axes);
-    let out = Tensor::uninit(&shape, x.dtype());
-    let idx = Tensor::uninit(&shape, DType::I64);
+    let out = Tensor::uninit(&shape, x.dtype())?;
+    let idx = Tensor::uninit(&shape, DType::I64)?;
     if x.dtype() == DType::F64 {
         max_kernel::<f64>(&x, planes, &axes, &out, &idx);
     } else {
@@ -380,10 +380,10 @@ fn run_max(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], di
 
 fn run_mean(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], dims: usize, divisor: Divisor) -> Result<Tensor> {
     if dims == 2 && super::nhwc::is_channels_last(input) {
-        return Ok(super::nhwc::mean_pool2d(input, &axes[1], &axes[2], divisor));
+        return super::nhwc::mean_pool2d(input, &axes[1], &axes[2], divisor);
     }
     let x = as_planes3(input, planes, spatial)?;
-    let out = Tensor::uninit(&output_shape(input, dims, &axes), x.dtype());
+    let out = Tensor::uninit(&output_shape(input, dims, &axes), x.dtype())?;
     if x.dtype() == DType::F64 {
         mean_kernel::<f64>(&x, planes, &axes, divisor, &out);
     } else {
@@ -409,16 +409,16 @@ fn max_pool_kernel(input: &Tensor, dims: usize, args: &WindowArgs) -> Result<(Te
 /// The gradient of a max pool: `g` (`[planes, outputs]`) added onto the input positions `idx`
 /// recorded by the forward pass, in a zeroed `[planes, inputs]`. Planes are independent, so
 /// they run in parallel; the indices need no bounds check, the forward made them.
-pub(crate) fn max_pool_backward(g: &Tensor, idx: &Tensor, inputs: usize) -> Tensor {
+pub(crate) fn max_pool_backward(g: &Tensor, idx: &Tensor, inputs: usize) -> Result<Tensor> {
     let gc = g.to_dtype(compute_dtype(g.dtype())).contiguous();
     let idx = idx.contiguous();
-    let out = Tensor::zeros(&[gc.shape()[0], inputs], gc.dtype());
+    let out = Tensor::zeros(&[gc.shape()[0], inputs], gc.dtype())?;
     if gc.dtype() == DType::F64 {
         scatter_planes::<f64>(&gc, &idx, &out);
     } else {
         scatter_planes::<f32>(&gc, &idx, &out);
     }
-    out.to_dtype(g.dtype())
+    Ok(out.to_dtype(g.dtype()))
 }
 
 fn scatter_planes<T: Element + std::ops::AddAssign>(g: &Tensor, idx: &Tensor, out: &Tensor) {

@@ -5,7 +5,7 @@ use crate::bail;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generator {
@@ -84,6 +84,12 @@ pub fn default_generator() -> &'static Mutex<Generator> {
     G.get_or_init(|| Mutex::new(Generator::new(67280421310721)))
 }
 
+/// Locks a generator. A draw that panicked (a failed allocation) poisons the lock but leaves the
+/// generator whole, so later draws go on instead of all failing.
+pub fn lock(g: &Mutex<Generator>) -> MutexGuard<'_, Generator> {
+    g.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn float_out(dtype: DType, op: &str) -> Result<()> {
     if !dtype.is_float() {
         bail!(Type, "{op} expects a floating point dtype, got {dtype}");
@@ -99,9 +105,9 @@ fn cast_vec(t: Tensor, shape: &[usize], dtype: DType) -> Tensor {
 /// Uniform on [low, high).
 pub fn uniform(g: &mut Generator, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Tensor> {
     float_out(dtype, "uniform")?;
-    let n = crate::layout::numel(shape);
+    let n = crate::layout::checked_numel(shape, 8)?;
     let s = g.stream(n);
-    let t = from_index_fn::<f64>(n, |i| low + (high - low) * unit(s(i)));
+    let t = from_index_fn::<f64>(n, |i| low + (high - low) * unit(s(i)))?;
     Ok(cast_vec(t, shape, dtype))
 }
 
@@ -111,13 +117,13 @@ pub fn normal(g: &mut Generator, shape: &[usize], mean: f64, std: f64, dtype: DT
     if std < 0.0 {
         bail!(Runtime, "normal expects std >= 0.0, but found std {std}");
     }
-    let n = crate::layout::numel(shape);
+    let n = crate::layout::checked_numel(shape, 8)?;
     let s = g.stream(2 * n);
     let t = from_index_fn::<f64>(n, |i| {
         let u1 = 1.0 - unit(s(2 * i));
         let u2 = unit(s(2 * i + 1));
         mean + std * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    });
+    })?;
     Ok(cast_vec(t, shape, dtype))
 }
 
@@ -126,16 +132,20 @@ pub fn randint(g: &mut Generator, shape: &[usize], low: i64, high: i64, dtype: D
     if high <= low {
         bail!(Runtime, "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}");
     }
-    let n = crate::layout::numel(shape);
+    let n = crate::layout::checked_numel(shape, 8)?;
     let range = (high as i128 - low as i128) as u128;
     let s = g.stream(n);
-    let t = from_index_fn::<i64>(n, |i| (low as i128 + (s(i) as u128 % range) as i128) as i64);
+    let t = from_index_fn::<i64>(n, |i| (low as i128 + (s(i) as u128 % range) as i128) as i64)?;
     Ok(cast_vec(t, shape, dtype))
 }
 
 pub fn randperm(g: &mut Generator, n: usize, dtype: DType) -> Result<Tensor> {
+    let mut v: Vec<i64> = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        bail!(Runtime, "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.", n as u128 * 8);
+    }
     let s = g.stream(n);
-    let mut v: Vec<i64> = (0..n as i64).collect();
+    v.extend(0..n as i64);
     for i in (1..n).rev() {
         v.swap(i, (s(i) % (i as u64 + 1)) as usize);
     }
@@ -149,7 +159,7 @@ pub fn bernoulli(g: &mut Generator, p: &Tensor, dtype: DType) -> Result<Tensor> 
         bail!(Runtime, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
     }
     let s = g.stream(probs.len());
-    let t = from_index_fn::<f64>(probs.len(), |i| (unit(s(i)) < probs[i]) as u8 as f64);
+    let t = from_index_fn::<f64>(probs.len(), |i| (unit(s(i)) < probs[i]) as u8 as f64)?;
     Ok(cast_vec(t, p.shape(), dtype))
 }
 
@@ -175,6 +185,9 @@ pub fn multinomial(g: &mut Generator, probs: &Tensor, num_samples: usize, replac
         let mut w = p[r * cats..(r + 1) * cats].to_vec();
         if w.iter().sum::<f64>() <= 0.0 {
             bail!(Runtime, "invalid multinomial distribution (sum of probabilities <= 0)");
+        }
+        if !replacement && w.iter().filter(|&&wc| wc > 0.0).count() < num_samples {
+            bail!(Runtime, "invalid multinomial distribution (with replacement=False, not enough non-negative category to sample)");
         }
         for _ in 0..num_samples {
             let total: f64 = w.iter().sum();

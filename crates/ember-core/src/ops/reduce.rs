@@ -109,7 +109,7 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
         CountNonzero => DType::I64,
         _ => d,
     };
-    let out = Tensor::uninit(&out_shape(x.shape(), &mask, keepdim), out_dtype);
+    let out = Tensor::uninit(&out_shape(x.shape(), &mask, keepdim), out_dtype)?;
     macro_rules! go {
         ($T:ty, $A:ty, $O:ty, $init:expr, $load:expr, $step:expr, $finish:expr) => {
             go!($T, $A, $O, $init, $load, $step, $finish, None)
@@ -149,7 +149,11 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
         Any => with_dtype!(d, T, go!(T, bool, bool, false, |v: T| v.is_nonzero(), |a: bool, b| a | b, |a, _| a)),
         CountNonzero => with_dtype!(d, T, go!(T, i64, i64, 0, |v: T| v.is_nonzero() as i64, |a: i64, b| a + b, |a, _| a)),
     }
-    Ok(out)
+    // An integer `dtype` takes the int64 sum or product modulo its range (`sum(dtype=uint8)`).
+    Ok(match dtype {
+        Some(d) if d != out.dtype() => out.to_dtype(d),
+        _ => out,
+    })
 }
 
 fn mean_of<A: num_traits::Float>(sum: A, n: usize) -> A {
@@ -427,9 +431,12 @@ fn arg_reduce_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> 
     let mut mask = vec![false; x.ndim()];
     mask[dim] = true;
     let shape = out_shape(x.shape(), &mask, keepdim);
-    let values = Tensor::uninit(&shape, x.dtype());
-    let indices = Tensor::uninit(&shape, DType::I64);
-    let xt = x.transpose(dim as i64, -1)?;
+    let values = Tensor::uninit(&shape, x.dtype())?;
+    let indices = Tensor::uninit(&shape, DType::I64)?;
+    // `dim` moved last with the kept dims in their order (a transpose would swap the last kept
+    // dim into `dim`'s place and scramble the outputs' order).
+    let order: Vec<i64> = (0..x.ndim()).filter(|&d| d != dim).chain([dim]).map(|d| d as i64).collect();
+    let xt = x.permute(&order)?;
     let kept_shape = &xt.shape()[..xt.ndim() - 1];
     let kept_strides = &xt.strides()[..xt.ndim() - 1];
     let s = *xt.strides().last().unwrap();

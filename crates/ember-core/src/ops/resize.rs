@@ -12,6 +12,7 @@ use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
+use crate::storage::try_vec;
 use num_traits::Float;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,8 +35,11 @@ struct Taps {
 }
 
 impl Taps {
-    fn new(width: usize) -> Taps {
-        Taps { width, index: vec![], weight: vec![], count: vec![] }
+    /// Room for `outputs` positions, reserved up front: the output size comes from the caller
+    /// (`scale_factor=1e10`), so a size no memory can hold is an error before any work.
+    fn new(width: usize, outputs: usize) -> Result<Taps> {
+        let slots = outputs.checked_mul(width).unwrap_or(usize::MAX);
+        Ok(Taps { width, index: try_vec(slots)?, weight: try_vec(slots)?, count: try_vec(outputs)? })
     }
 
     fn push(&mut self, taps: &[(usize, f64)]) {
@@ -91,9 +95,9 @@ fn source_coord<F: Float>(scale: F, j: usize, align_corners: bool, cubic: bool) 
 
 /// Nearest: `floor(j·scale)`; nearest-exact: `floor((j + 0.5)·scale)`; in float32 like PyTorch.
 /// Nearest keeps PyTorch's exact shortcuts for equal and doubled sizes, whatever the scale.
-fn nearest_taps(n_in: usize, n_out: usize, scale: Option<f64>, exact: bool) -> Taps {
+fn nearest_taps(n_in: usize, n_out: usize, scale: Option<f64>, exact: bool) -> Result<Taps> {
     let s: f32 = pixel_scale(n_in, n_out, false, scale);
-    let mut taps = Taps::new(1);
+    let mut taps = Taps::new(1, n_out)?;
     for j in 0..n_out {
         let i = if !exact && n_out == n_in {
             j
@@ -106,7 +110,7 @@ fn nearest_taps(n_in: usize, n_out: usize, scale: Option<f64>, exact: bool) -> T
         };
         taps.push(&[(i.min(n_in - 1), 1.0)]);
     }
-    taps
+    Ok(taps)
 }
 
 /// Floor of `x` and the fraction past it, kept in `[0, 1]` (`guard_index_and_lambda`).
@@ -116,9 +120,9 @@ fn split_coord<F: Float>(x: F, n_in: usize) -> (isize, f64) {
     (i, frac.to_f64().unwrap())
 }
 
-fn linear_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool) -> Taps {
+fn linear_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool) -> Result<Taps> {
     let s: F = pixel_scale(n_in, n_out, align_corners, scale);
-    let mut taps = Taps::new(2);
+    let mut taps = Taps::new(2, n_out)?;
     for j in 0..n_out {
         if n_in == n_out {
             taps.push(&[(j, 1.0)]);
@@ -129,7 +133,7 @@ fn linear_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_co
         let i1 = if i0 < n_in - 1 { i0 + 1 } else { i0 };
         taps.push(&[(i0, 1.0 - l1), (i1, l1)]);
     }
-    taps
+    Ok(taps)
 }
 
 /// Keys' cubic convolution kernel with parameter `a` (-0.75 for PyTorch's bicubic, -0.5 for PIL's).
@@ -144,15 +148,15 @@ fn cubic_weight(x: f64, a: f64) -> f64 {
     }
 }
 
-fn cubic_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool) -> Taps {
+fn cubic_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool) -> Result<Taps> {
     let s: F = pixel_scale(n_in, n_out, align_corners, scale);
-    let mut taps = Taps::new(4);
+    let mut taps = Taps::new(4, n_out)?;
     for j in 0..n_out {
         let (i, t) = split_coord(source_coord(s, j, align_corners, true), n_in);
         let tap = |k: isize| ((i - 1 + k).clamp(0, n_in as isize - 1) as usize, cubic_weight(t - (k - 1) as f64, -0.75));
         taps.push(&[tap(0), tap(1), tap(2), tap(3)]);
     }
-    taps
+    Ok(taps)
 }
 
 fn triangle(x: f64) -> f64 {
@@ -165,14 +169,14 @@ fn pil_cubic(x: f64) -> f64 {
 
 /// PIL's antialiased resampling: the filter is stretched by the downscale factor so every input
 /// pixel contributes, and each output's weights are normalised to sum to one.
-fn antialias_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool, cubic: bool) -> Taps {
+fn antialias_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align_corners: bool, cubic: bool) -> Result<Taps> {
     let (support, filter): (f64, fn(f64) -> f64) = if cubic { (2.0, pil_cubic) } else { (1.0, triangle) };
     let s = pixel_scale::<F>(n_in, n_out, align_corners, scale).to_f64().unwrap();
     let stretch = s.max(1.0);
     let support = support * stretch;
     // A window spans at most 2·support + 1 input positions.
     let width = (2.0 * support).ceil() as usize + 2;
-    let mut taps = Taps::new(width);
+    let mut taps = Taps::new(width, n_out)?;
     for j in 0..n_out {
         let center = s * (j as f64 + 0.5);
         let lo = ((center - support + 0.5) as isize).max(0) as usize;
@@ -184,13 +188,13 @@ fn antialias_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align
         }
         taps.push(&row);
     }
-    taps
+    Ok(taps)
 }
 
 /// One pass: `[outer, n_in, inner]` to `[outer, n_out, inner]`, parallel over output rows.
-fn resample<T: Element + Float>(src: &Tensor, outer: usize, n_in: usize, inner: usize, taps: &Taps) -> Tensor {
+fn resample<T: Element + Float>(src: &Tensor, outer: usize, n_in: usize, inner: usize, taps: &Taps) -> Result<Tensor> {
     let n_out = taps.outputs();
-    let out = Tensor::uninit(&[outer, n_out, inner], src.dtype());
+    let out = Tensor::uninit(&[outer, n_out, inner], src.dtype())?;
     let (x, o) = (Ptr(src.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
     let weights: Vec<T> = taps.weight.iter().map(|&w| T::from_f64(w)).collect();
     let grain = (GRAIN / (inner * taps.width).max(1)).max(1);
@@ -210,7 +214,7 @@ fn resample<T: Element + Float>(src: &Tensor, outer: usize, n_in: usize, inner: 
             }
         }
     });
-    out
+    Ok(out)
 }
 
 /// `interpolate` of `input [N, C, *spatial]` to `size`; `scales` are the user's scale factors
@@ -254,9 +258,9 @@ fn interpolate_kernel(input: &Tensor, size: &[usize], scales: &[Option<f64>], mo
     let x = input.to_dtype(compute_dtype(input.dtype()));
     let (x, first) = if nhwc { (x.permute(&[0, 2, 3, 1])?.contiguous(), 1) } else { (x.contiguous(), 2) };
     let out = if x.dtype() == DType::F64 {
-        resize_all::<f64>(&x, first, size, scales, mode, align_corners, antialias)
+        resize_all::<f64>(&x, first, size, scales, mode, align_corners, antialias)?
     } else {
-        resize_all::<f32>(&x, first, size, scales, mode, align_corners, antialias)
+        resize_all::<f32>(&x, first, size, scales, mode, align_corners, antialias)?
     };
     let out = if nhwc { out.permute(&[0, 3, 1, 2])? } else { out };
     Ok(out.to_dtype(input.dtype()))
@@ -264,7 +268,7 @@ fn interpolate_kernel(input: &Tensor, size: &[usize], scales: &[Option<f64>], mo
 
 /// Resizes the spatial dims `first..first + size.len()` of a contiguous `x`.
 #[allow(clippy::too_many_arguments)]
-fn resize_all<T: Element + Float>(x: &Tensor, first: usize, size: &[usize], scales: &[Option<f64>], mode: Mode, align_corners: bool, antialias: bool) -> Tensor {
+fn resize_all<T: Element + Float>(x: &Tensor, first: usize, size: &[usize], scales: &[Option<f64>], mode: Mode, align_corners: bool, antialias: bool) -> Result<Tensor> {
     let mut shape = x.shape().to_vec();
     let mut cur = x.clone();
     for d in (first..first + size.len()).rev() {
@@ -276,16 +280,16 @@ fn resize_all<T: Element + Float>(x: &Tensor, first: usize, size: &[usize], scal
             Mode::Cubic if antialias => antialias_taps::<T>(n_in, n_out, scale, align_corners, true),
             Mode::Linear => linear_taps::<T>(n_in, n_out, scale, align_corners),
             Mode::Cubic => cubic_taps::<T>(n_in, n_out, scale, align_corners),
-        };
+        }?;
         if taps.is_identity(n_in) {
             continue;
         }
         let (outer, inner) = (shape[..d].iter().product(), shape[d + 1..].iter().product());
-        cur = resample::<T>(&cur, outer, n_in, inner, &taps);
+        cur = resample::<T>(&cur, outer, n_in, inner, &taps)?;
         shape[d] = n_out;
     }
     let shape: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
-    cur.reshape(&shape).expect("a resize keeps its element count")
+    Ok(cur.reshape(&shape).expect("a resize keeps its element count"))
 }
 
 #[cfg(test)]
@@ -294,7 +298,7 @@ mod tests {
 
     #[test]
     fn nearest_doubles_by_repeating() {
-        let t = nearest_taps(3, 6, None, false);
+        let t = nearest_taps(3, 6, None, false).unwrap();
         assert_eq!(t.index, vec![0, 0, 1, 1, 2, 2]);
     }
 

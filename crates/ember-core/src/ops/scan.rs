@@ -99,7 +99,7 @@ fn scan_kernel(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result
         bail!(Runtime, "logcumsumexp(): expected a floating point input, but got {in_dtype}");
     }
     let out_dtype = if in_dtype.is_inexact() { in_dtype } else { DType::I64 };
-    let out = Tensor::uninit(xs.shape(), out_dtype);
+    let out = Tensor::uninit(xs.shape(), out_dtype)?;
     if in_dtype.is_complex() {
         let (init, step): (CDouble, fn(CDouble, CDouble) -> CDouble) = match op {
             ScanOp::Sum => (CDouble::new(0.0, 0.0), |a, b| a + b),
@@ -135,8 +135,8 @@ pub fn cum_extreme(x: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor)> 
 
 fn cum_extreme_kernel(x: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
-    let values = Tensor::uninit(xs.shape(), xs.dtype());
-    let indices = Tensor::uninit(xs.shape(), DType::I64);
+    let values = Tensor::uninit(xs.shape(), xs.dtype())?;
+    let indices = Tensor::uninit(xs.shape(), DType::I64)?;
     let rows = Rows::new([&xs, &values, &indices], d);
     let n = xs.shape()[d];
     with_dtype!(xs.dtype(), T, {

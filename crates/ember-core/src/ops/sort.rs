@@ -178,8 +178,8 @@ pub fn sort(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> 
 
 fn sort_kernel(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
-    let values = Tensor::uninit(xs.shape(), xs.dtype());
-    let indices = Tensor::uninit(xs.shape(), DType::I64);
+    let values = Tensor::uninit(xs.shape(), xs.dtype())?;
+    let indices = Tensor::uninit(xs.shape(), DType::I64)?;
     let rows = Rows::new([&xs, &values, &indices], d);
     let n = xs.shape()[d];
     with_dtype!(xs.dtype(), T, {
@@ -212,8 +212,8 @@ fn topk_kernel(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Res
         bail!(Runtime, "selected index k out of range: k = {k} but dimension {d} has size {n}");
     }
     let k = k as usize;
-    let values = Tensor::uninit(&resized(&xs, d, k), xs.dtype());
-    let indices = Tensor::uninit(values.shape(), DType::I64);
+    let values = Tensor::uninit(&resized(&xs, d, k), xs.dtype())?;
+    let indices = Tensor::uninit(values.shape(), DType::I64)?;
     let rows = Rows::new([&xs, &values, &indices], d);
     with_dtype!(xs.dtype(), T, {
         let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
@@ -250,8 +250,8 @@ fn order_statistic(
     if n == 0 {
         bail!(Index, "{name}(): Expected reduction dim {d} to have non-zero size.");
     }
-    let values = Tensor::uninit(&resized(&xs, d, 1), xs.dtype());
-    let indices = Tensor::uninit(values.shape(), DType::I64);
+    let values = Tensor::uninit(&resized(&xs, d, 1), xs.dtype())?;
+    let indices = Tensor::uninit(values.shape(), DType::I64)?;
     let rows = Rows::new([&xs, &values, &indices], d);
     with_dtype!(xs.dtype(), T, {
         let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
@@ -313,8 +313,8 @@ fn mode_kernel(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> 
     if n == 0 {
         bail!(Index, "mode(): Expected reduction dim {d} to have non-zero size.");
     }
-    let values = Tensor::uninit(&resized(&xs, d, 1), xs.dtype());
-    let indices = Tensor::uninit(values.shape(), DType::I64);
+    let values = Tensor::uninit(&resized(&xs, d, 1), xs.dtype())?;
+    let indices = Tensor::uninit(values.shape(), DType::I64)?;
     let rows = Rows::new([&xs, &values, &indices], d);
     with_dtype!(xs.dtype(), T, {
         let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
@@ -419,10 +419,10 @@ pub fn quantile(
         None => (x.reshape(&[-1])?, 0),
     };
     let n = xs.shape()[d];
-    let kept = Tensor::uninit(&resized(&xs, d, 1), xs.dtype());
+    let kept = Tensor::uninit(&resized(&xs, d, 1), xs.dtype())?;
     let rows = Rows::new([&xs, &kept], d);
     let count = rows.count();
-    let out = Tensor::uninit(&[q.len(), count], xs.dtype());
+    let out = Tensor::uninit(&[q.len(), count], xs.dtype())?;
     with_dtype!(xs.dtype(), T, {
         let (px, po) = (Ptr(xs.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
         let sx = rows.steps[0];
@@ -536,8 +536,12 @@ pub fn unique(x: &Tensor, dim: Option<i64>, consecutive: bool, with_inverse: boo
 }
 
 fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
-    // Slices along `d` become contiguous rows of `m` elements.
-    let moved = x.transpose(0, d as i64)?.contiguous();
+    // Slices along `d` become contiguous rows of `m` elements, the other dims in their order (as
+    // PyTorch's `moveaxis`: a transpose would compare the elements of a slice in another order).
+    let ndim = x.ndim();
+    let to_front: Vec<i64> = [d].into_iter().chain((0..ndim).filter(|&k| k != d)).map(|k| k as i64).collect();
+    let back: Vec<i64> = (0..ndim).map(|k| (if k < d { k + 1 } else if k == d { 0 } else { k }) as i64).collect();
+    let moved = x.permute(&to_front)?.contiguous();
     let n = x.shape()[d];
     let m = if n == 0 { 0 } else { moved.numel() / n };
     let (firsts, inverse, counts) = with_dtype!(x.dtype(), T, {
@@ -555,13 +559,13 @@ fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Ten
     });
     let mut shape = moved.shape().to_vec();
     shape[0] = firsts.len();
-    let values = Tensor::uninit(&shape, x.dtype());
+    let values = Tensor::uninit(&shape, x.dtype())?;
     let size = m * x.dtype().size();
     for (g, &first) in firsts.iter().enumerate().filter(|_| size > 0) {
         unsafe { std::ptr::copy_nonoverlapping(moved.byte_ptr().add(first * size), values.byte_ptr().add(g * size), size) };
     }
     let ng = firsts.len();
-    Ok((values.transpose(0, d as i64)?.contiguous(), Tensor::from_vec(inverse, &[n])?, Tensor::from_vec(counts, &[ng])?))
+    Ok((values.permute(&back)?.contiguous(), Tensor::from_vec(inverse, &[n])?, Tensor::from_vec(counts, &[ng])?))
 }
 
 /// `searchsorted`: for each value of `x`, its insertion point in the matching row of `seq` (1-d,
@@ -570,8 +574,8 @@ fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Ten
 pub fn searchsorted(seq: &Tensor, x: &Tensor, right: bool, sorter: Option<&Tensor>, out_int32: bool) -> Result<Tensor> {
     x.dtype().require_real("searchsorted_cpu")?;
     seq.dtype().require_real("searchsorted_cpu")?;
-    let fits = seq.ndim() == 1 || (seq.ndim() == x.ndim() && seq.shape()[..seq.ndim() - 1] == x.shape()[..x.ndim() - 1]);
-    if seq.ndim() == 0 || !fits {
+    let fits = seq.ndim() == 1 || (seq.ndim() > 1 && seq.ndim() == x.ndim() && seq.shape()[..seq.ndim() - 1] == x.shape()[..x.ndim() - 1]);
+    if !fits {
         bail!(Runtime, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}", seq.shape(), x.shape());
     }
     let n = *seq.shape().last().unwrap();
@@ -579,7 +583,7 @@ pub fn searchsorted(seq: &Tensor, x: &Tensor, right: bool, sorter: Option<&Tenso
     let common = DType::promote(seq.dtype(), x.dtype());
     let (seq, xs) = (seq.to_dtype(common).contiguous(), x.to_dtype(common).contiguous());
     let per_row = if seq.ndim() == 1 { xs.numel() } else { *xs.shape().last().unwrap() };
-    let out = Tensor::uninit(x.shape(), if out_int32 { DType::I32 } else { DType::I64 });
+    let out = Tensor::uninit(x.shape(), if out_int32 { DType::I32 } else { DType::I64 })?;
     with_dtype!(common, T, {
         let (ps, px) = (Ptr(seq.data_ptr::<T>()), Ptr(xs.data_ptr::<T>()));
         let order = sorter.as_ref().map(|s| Ptr(s.data_ptr::<i64>()));

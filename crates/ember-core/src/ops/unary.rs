@@ -213,7 +213,7 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 
 fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.out_dtype(x.dtype())?;
-    let out = Tensor::uninit_like(x.shape(), dtype, Some(x));
+    let out = Tensor::uninit_like(x.shape(), dtype, Some(x))?;
     let input = if dtype.is_float() && !x.dtype().is_inexact() { x.to_dtype(dtype) } else { x.clone() };
     run(op, &input, &out);
     Ok(out)
@@ -225,8 +225,7 @@ pub fn unary_out(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
     if out.is_alias_of(x) {
         return autograd::inplace::in_place(out, &[], || unary_out_kernel(op, x, out), || unary(op, x));
     }
-    autograd::inplace::check_out(out, &[x])?;
-    unary_out_kernel(op, x, out)
+    autograd::inplace::out_write(out, &[x], || unary_out_kernel(op, x, out), || unary(op, x))
 }
 
 fn unary_out_kernel(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
@@ -270,7 +269,9 @@ fn run(op: UnaryOp, x: &Tensor, o: &Tensor) {
         Hardtanh(lo, hi) => imap!(x, o, |v| v.max(lo as i64).min(hi as i64)),
         Clamp(lo, hi) if is_float || o.dtype().is_float() => {
             let (lo, hi) = (lo.unwrap_or(f64::NEG_INFINITY), hi.unwrap_or(f64::INFINITY));
-            fmap!(x, o, |v| if v.is_nan() { v } else { v.max(k(v, lo)).min(k(v, hi)) })
+            // A NaN bound propagates as PyTorch's (`f64::max` would drop it).
+            let nan_bound = lo.is_nan() || hi.is_nan();
+            fmap!(x, o, |v| if v.is_nan() { v } else if nan_bound { k(v, f64::NAN) } else { v.max(k(v, lo)).min(k(v, hi)) })
         }
         Clamp(lo, hi) => {
             let (lo, hi) = (lo.map_or(i64::MIN, |v| v as i64), hi.map_or(i64::MAX, |v| v as i64));

@@ -33,7 +33,7 @@ impl Tensor {
         let p = pick.clone();
         let map: LinearFn = Arc::new(move |t: &Tensor| Ok(t.with_layout(p(t.layout()))));
         let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
-            let z = Tensor::zeros(&shape, g.dtype());
+            let z = Tensor::zeros(&shape, g.dtype())?;
             z.with_layout(pick(z.layout())).copy_(g)?;
             Ok(z)
         });
@@ -93,10 +93,13 @@ impl Tensor {
     }
 
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            bail!(Runtime, "narrow() cannot be applied to a 0-dim tensor.");
+        }
         let d = self.wrap_dim(dim)?;
         let size = self.shape()[d] as i64;
         let start = if start < 0 { start + size } else { start };
-        if start < 0 || length < 0 || start + length > size {
+        if start < 0 || length < 0 || start.checked_add(length).is_none_or(|end| end > size) {
             bail!(Index, "start ({start}) + length ({length}) exceeds dimension size ({size}).");
         }
         self.picking_view(["SliceBackward0", "SliceBackwardBackward0"], move |l| l.slice(d, start as usize, length as usize, 1))
@@ -104,6 +107,9 @@ impl Tensor {
 
     /// Python-style slice `start:stop:step` along `dim` (bounds clamped as Python does).
     pub fn slice(&self, dim: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            bail!(Index, "slice() cannot be applied to a 0-dim tensor.");
+        }
         let d = self.wrap_dim(dim)?;
         if step <= 0 {
             bail!(Value, "slice step must be positive, got {step}");
@@ -115,11 +121,14 @@ impl Tensor {
             Some(v) => v.min(n),
         };
         let (s, e) = (clamp(start, 0), clamp(stop, n));
-        let len = if e > s { (e - s + step - 1) / step } else { 0 };
+        let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         self.picking_view(["SliceBackward0", "SliceBackwardBackward0"], move |l| l.slice(d, s as usize, len as usize, step as usize))
     }
 
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            bail!(Index, "select() cannot be applied to a 0-dim tensor.");
+        }
         let d = self.wrap_dim(dim)?;
         let n = self.shape()[d] as i64;
         let i = if index < 0 { index + n } else { index };
@@ -171,6 +180,12 @@ impl Tensor {
 
     pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         let dims = dims.iter().map(|&d| self.wrap_dim(d)).collect::<Result<Vec<_>>>()?;
+        if let Some(d) = dims.iter().enumerate().find_map(|(i, d)| dims[..i].contains(d).then_some(d)) {
+            bail!(Runtime, "dim {d} appears multiple times in the list of dims");
+        }
+        if self.ndim() == 0 {
+            return Ok(self.clone());
+        }
         let again: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
         self.view_with("FlipBackward0", self.layout().flip(&dims), move |g| g.flip(&again))
     }
@@ -194,7 +209,7 @@ impl Tensor {
         let shape = self.shape().to_vec();
         let map: LinearFn = Arc::new(move |t: &Tensor| Ok(t.with_layout(t.layout().unfold(d, size, step)?)));
         let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
-            let z = Tensor::zeros(&shape, g.dtype());
+            let z = Tensor::zeros(&shape, g.dtype())?;
             if z.ndim() == 0 {
                 z.copy_(&g.reshape(&[])?)?;
                 return Ok(z);
@@ -218,8 +233,9 @@ impl Tensor {
             bail!(Runtime, "mismatch in length of strides and shape: {} vs {}", strides.len(), shape.len());
         }
         let offset = offset.unwrap_or(self.layout().offset());
+        crate::layout::checked_numel(shape, 1)?;
         let l = Layout::new(shape.to_vec(), strides.to_vec(), offset);
-        let (lo, hi) = l.span();
+        let (lo, hi) = l.span()?;
         let available = self.storage().cpu().bytes() / self.dtype().size();
         if lo < 0 || hi as usize > available {
             bail!(Runtime, "setStorage: sizes {shape:?}, strides {strides:?}, storage offset {offset} require a storage of {hi} elements but it holds {available}");
@@ -244,7 +260,7 @@ fn unreshape(shape: &[usize]) -> impl Fn(&Tensor) -> Result<Tensor> + Send + Syn
 
 /// For each element of `view`, the flat index of the element of `base` at the same address.
 pub(crate) fn address_map(base: &Layout, view: &Layout) -> Result<Tensor> {
-    let (lo, hi) = base.span();
+    let (lo, hi) = base.span()?;
     let mut at = vec![-1i64; (hi - lo).max(0) as usize];
     for (flat, off) in offsets(base).into_iter().enumerate() {
         let slot = &mut at[(off - lo) as usize];

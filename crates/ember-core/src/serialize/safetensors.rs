@@ -77,7 +77,7 @@ pub fn read(r: &mut impl Read, total_len: u64) -> io::Result<Loaded> {
     for name in meta.offset_keys() {
         let info = meta.info(&name).expect("offset_keys lists the header's own names");
         let dtype = from_dtype(info.dtype, &name)?;
-        let t = Tensor::zeros(&info.shape, dtype);
+        let t = Tensor::zeros(&info.shape, dtype).map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
         let nbytes = t.numel() * dtype.size();
         if nbytes > 0 {
             // SAFETY: `t` is a fresh contiguous tensor of exactly `nbytes` bytes that nothing else sees yet.
@@ -237,7 +237,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("m.safetensors");
         let w = Tensor::from_vec(vec![1.5f32; 6], &[3, 2]).unwrap();
-        let e = Tensor::zeros(&[0, 4], DType::I64);
+        let e = Tensor::zeros(&[0, 4], DType::I64).unwrap();
         save_file(&[named("w", w), named("empty", e)], None, &path).unwrap();
         let loaded = load_file(&path).unwrap();
         let names: Vec<_> = loaded.tensors.iter().map(|(n, _)| n.as_str()).collect();
@@ -265,7 +265,7 @@ mod tests {
         u16_file.extend_from_slice(u16_header);
         u16_file.extend_from_slice(&[0, 0]);
         assert_eq!(kind(&u16_file), Some(io::ErrorKind::Unsupported));
-        let dup = [named("x", Tensor::zeros(&[1], DType::F32)), named("x", Tensor::zeros(&[1], DType::F32))];
+        let dup = [named("x", Tensor::zeros(&[1], DType::F32).unwrap()), named("x", Tensor::zeros(&[1], DType::F32).unwrap())];
         assert_eq!(serialize(&dup, None).err().map(|e| e.kind()), Some(io::ErrorKind::InvalidInput));
     }
 }

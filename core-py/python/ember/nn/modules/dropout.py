@@ -10,7 +10,7 @@ class _DropoutNd(Module):
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
-        if p < 0 or p > 1:
+        if not 0 <= p <= 1:  # NaN too
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 

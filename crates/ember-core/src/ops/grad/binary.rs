@@ -91,7 +91,7 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, y: &Tensor) ->
                 // y·ln(a), and 0 where a = 0 and b >= 0
                 let d = mul(&ctx.saved(2)?, &apply(UnaryOp::Log, &a)?)?;
                 let zero = bin(LogicalAnd, &cmp(Eq, &a, 0.0)?, &cmp(Ge, &b, 0.0)?)?;
-                pick(&zero, &zeros_like(g), &mul(g, &d)?)
+                pick(&zero, &zeros_like(g)?, &mul(g, &d)?)
             })?;
             Ok(vec![ga, gb])
         }),
@@ -129,8 +129,8 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, y: &Tensor) ->
                 neg(&mul(g, &q)?)
             })?])
         }),
-        FloorDiv => record("FloorDivideBackward0", &ab, &[y], &[], |ctx, g| {
-            Ok(vec![want(ctx, 0, || Ok(zeros_like(&g[0])))?, want(ctx, 1, || Ok(zeros_like(&g[0])))?])
+        FloorDiv | TruncDiv => record(if op == FloorDiv { "FloorDivideBackward0" } else { "DivBackward0" }, &ab, &[y], &[], |ctx, g| {
+            Ok(vec![want(ctx, 0, || zeros_like(&g[0]))?, want(ctx, 1, || zeros_like(&g[0]))?])
         }),
         Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor | BitwiseAnd | BitwiseOr | BitwiseXor | LeftShift | RightShift => Ok(()),
     }
@@ -140,7 +140,7 @@ pub(crate) fn record_binary(op: BinaryOp, a: &Tensor, b: &Tensor, y: &Tensor) ->
 pub(crate) fn record_where(cond: &Tensor, a: &Tensor, b: &Tensor, y: &Tensor) -> Result<()> {
     record("WhereBackward0", &[a, b], &[y], &[cond], |ctx, g| {
         let (g, c) = (&g[0], ctx.saved(0)?);
-        Ok(vec![want(ctx, 0, || keep(&c, g))?, want(ctx, 1, || pick(&c, &zeros_like(g), g))?])
+        Ok(vec![want(ctx, 0, || keep(&c, g))?, want(ctx, 1, || pick(&c, &zeros_like(g)?, g))?])
     })
 }
 

@@ -31,7 +31,7 @@ fn angle_grad(g: &Tensor, z: &Tensor) -> Result<Tensor> {
 /// `q`, with 0 where `z` is 0 (the one-sided derivatives there are taken as 0, as PyTorch does).
 fn zero_where_zero(q: &Tensor, z: &Tensor) -> Result<Tensor> {
     let nz = crate::ops::binary::binary(Ne, crate::ops::binary::Operand::Tensor(z), crate::ops::binary::Operand::Scalar(crate::ops::binary::Scalar::Float(0.0)))?;
-    super::pick(&nz, q, &zeros_like(q))
+    super::pick(&nz, q, &zeros_like(q)?)
 }
 
 /// `(g - sgn²·conj(g)) / (2|z|)`, 0 at 0: the gradient of `sgn`.

@@ -109,7 +109,7 @@ pub(crate) fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, strid
         let _untracked = untracked();
         conv_kernel(&x, weight, bias, &s, ConvPadding::Explicit(&p), &d, groups, dims)?
     };
-    let absent = Tensor::zeros(&[0], weight.dtype());
+    let absent = Tensor::zeros(&[0], weight.dtype())?;
     let spatial: Vec<usize> = x.shape()[2..].to_vec();
     record("ConvolutionBackward0", &[&x, weight, bias.unwrap_or(&absent)], &[&y], &[&x, weight], move |ctx, g| {
         let g = &g[0];
@@ -147,7 +147,7 @@ pub(crate) fn conv_transpose(input: &Tensor, weight: &Tensor, bias: Option<&Tens
     let (s, p, d) = (per_dim(stride, dims), per_dim(padding, dims), per_dim(dilation, dims));
     let kernel: Vec<usize> = weight.shape()[2..].to_vec();
     let spatial: Vec<usize> = input.shape()[2..].to_vec();
-    let absent = Tensor::zeros(&[0], weight.dtype());
+    let absent = Tensor::zeros(&[0], weight.dtype())?;
     record("ConvolutionBackward0", &[input, weight, bias.unwrap_or(&absent)], &[&y], &[input, weight], move |ctx, g| {
         let g = &g[0];
         let gx = if ctx.needs_input_grad(0) {

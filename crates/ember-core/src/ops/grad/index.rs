@@ -13,7 +13,7 @@ use crate::tensor::Tensor;
 pub(crate) fn record_masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor, y: &Tensor) -> Result<()> {
     record("MaskedFillBackward0", &[x, value], &[y], &[mask], |ctx, g| {
         let (g, m) = (&g[0], ctx.saved(0)?);
-        let gx = if ctx.needs_input_grad(0) { Some(pick(&m, &zeros_like(g), g)?) } else { None };
+        let gx = if ctx.needs_input_grad(0) { Some(pick(&m, &zeros_like(g)?, g)?) } else { None };
         let gv = if ctx.needs_input_grad(1) { Some(reduce(ReduceOp::Sum, &keep(&m, g)?, None, false, None)?) } else { None };
         Ok(vec![gx, gv])
     })

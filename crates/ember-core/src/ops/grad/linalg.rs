@@ -16,7 +16,7 @@ fn mh(x: &Tensor) -> Result<Tensor> {
     conj(x)?.transpose(-2, -1)
 }
 
-fn eye_like(n: usize, like: &Tensor) -> Tensor {
+fn eye_like(n: usize, like: &Tensor) -> Result<Tensor> {
     crate::ops::creation::eye(n, n, like.dtype())
 }
 
@@ -81,7 +81,7 @@ pub(crate) fn record_slogdet(a: &Tensor, sign: &Tensor, logabs: &Tensor) -> Resu
 pub(crate) fn record_eigh(a: &Tensor, l: &Tensor, q: &Tensor) -> Result<()> {
     record("LinalgEighBackward0", &[a], &[l, q], &[l, q], |ctx, g| {
         let (l, q) = (ctx.saved(0)?, ctx.saved(1)?);
-        let eye = eye_like(last(&l), &l);
+        let eye = eye_like(last(&l), &l)?;
         let e = add(&sub(&l.unsqueeze(-2)?, &l.unsqueeze(-1)?)?, &eye)?;
         let qhgq = matmul(&mh(&q)?, &g[1])?;
         let skew = scale(&sub(&qhgq, &mh(&qhgq)?)?, 0.5)?;
@@ -127,7 +127,7 @@ pub(crate) fn record_qr(a: &Tensor, q: &Tensor, r: &Tensor) -> Result<()> {
         let (q, r) = (ctx.saved(0)?, ctx.saved(1)?);
         let m = sub(&matmul(&mh(&q)?, &g[0])?, &matmul(&g[1], &mh(&r)?)?)?;
         let k = sub(&m, &mh(&m)?)?;
-        let eye = eye_like(last(&k), &k);
+        let eye = eye_like(last(&k), &k)?;
         let phi = add(&tri(&k, -1, false)?, &scale(&mul(&k, &eye)?, 0.5)?)?;
         let y = add(&g[0], &matmul(&q, &sub(&phi, &m)?)?)?;
         Ok(vec![Some(solve_triangular(&mh(&r)?, &y, false, false, false)?)])
@@ -148,7 +148,7 @@ pub(crate) fn record_svd(a: &Tensor, u: &Tensor, s: &Tensor, vh: &Tensor) -> Res
         let (gu, gvh) = (g[0].narrow(-1, 0, k as i64)?, g[2].narrow(-2, 0, k as i64)?);
         let v = mh(&vh)?;
         let gv = mh(&gvh)?;
-        let eye = eye_like(k, &s);
+        let eye = eye_like(k, &s)?;
         let s2 = mul(&s, &s)?;
         let e = add(&sub(&s2.unsqueeze(-2)?, &s2.unsqueeze(-1)?)?, &eye)?;
         let uhgu = matmul(&mh(&u)?, &gu)?;
@@ -204,7 +204,7 @@ pub(crate) fn record_eig(a: &Tensor, w: &Tensor, v: &Tensor) -> Result<()> {
         }
         let re_diag = scale(&add(&diag, &conj(&diag)?)?, 0.5)?;
         let x = sub(&x, &matmul(&vh, &mul(&v, &re_diag.unsqueeze(-2)?)?)?)?;
-        let eye = eye_like(last(&w), &w);
+        let eye = eye_like(last(&w), &w)?;
         let wc = conj(&w)?;
         let e = add(&sub(&wc.unsqueeze(-2)?, &wc.unsqueeze(-1)?)?, &eye)?;
         let off = mul(&super::div(&x, &e)?, &super::shift(&scale(&eye, -1.0)?, 1.0)?)?;
@@ -242,7 +242,7 @@ pub(crate) fn record_lu_factor(a: &Tensor, lu: &Tensor, pivots: &Tensor) -> Resu
     let n = last(lu);
     record("LinalgLuFactorExBackward0", &[a], &[lu], &[lu, pivots], move |ctx, g| {
         let (lu, pivots) = (ctx.saved(0)?, ctx.saved(1)?);
-        let l = add(&tri(&lu, -1, false)?, &eye_like(n, &lu))?;
+        let l = add(&tri(&lu, -1, false)?, &eye_like(n, &lu)?)?;
         let u = tri(&lu, 0, true)?;
         let phi_l = tri(&matmul(&mh(&l)?, &tri(&g[0], -1, false)?)?, -1, false)?;
         let phi_u = tri(&matmul(&tri(&g[0], 0, true)?, &mh(&u)?)?, 0, true)?;

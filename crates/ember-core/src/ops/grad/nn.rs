@@ -73,7 +73,7 @@ fn record_affine_norm(
 ) -> Result<()> {
     let w_shape: Option<Vec<i64>> = weight.map(|w| w.shape().iter().map(|&d| d as i64).collect());
     let b_shape: Option<Vec<i64>> = bias.map(|b| b.shape().iter().map(|&d| d as i64).collect());
-    let placeholder = Tensor::zeros(&[0], x.dtype());
+    let placeholder = Tensor::zeros(&[0], x.dtype())?;
     let inputs = [x, weight.unwrap_or(&placeholder), bias.unwrap_or(&placeholder)];
     let saved: Vec<&Tensor> = match weight {
         Some(w) => vec![x, w],
@@ -201,7 +201,7 @@ pub(crate) fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: Option<i
             Some(k) => super::keep(&k.unsqueeze(1)?, &g)?,
             None => g,
         };
-        let z = Tensor::zeros(&[rows, dim], g.dtype());
+        let z = Tensor::zeros(&[rows, dim], g.dtype())?;
         crate::ops::index::index_add_or_copy_(&z, 0, &f2, &g, true)?;
         Ok(z)
     });

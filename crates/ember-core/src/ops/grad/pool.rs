@@ -24,7 +24,7 @@ pub(crate) fn record_max_pool(name: &'static str, x: &Tensor, dims: usize, value
     record(name, &[x], &[values], &[indices], move |ctx, g| {
         let (idx, g) = (ctx.saved(0)?.reshape(&[planes, -1])?, g[0].reshape(&[planes, -1])?);
         // A recorded gradient (create_graph) needs the differentiable scatter.
-        let flat = if needs_grad(&[&g]) { gather_adjoint(&g, 1, &idx, &[planes as usize, plane])? } else { max_pool_backward(&g, &idx, plane) };
+        let flat = if needs_grad(&[&g]) { gather_adjoint(&g, 1, &idx, &[planes as usize, plane])? } else { max_pool_backward(&g, &idx, plane)? };
         Ok(vec![Some(flat.reshape(&dims_i)?)])
     })
 }
@@ -32,7 +32,7 @@ pub(crate) fn record_max_pool(name: &'static str, x: &Tensor, dims: usize, value
 /// The matrix `[n_out, n_in]` of a 1-d linear map `op` (applied to `[N, 1, n_in]`).
 pub(crate) fn matrix_of(n_in: usize, dtype: crate::DType, op: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
     let _untracked = untracked();
-    let basis = eye(n_in, n_in, dtype).reshape(&[n_in as i64, 1, n_in as i64])?;
+    let basis = eye(n_in, n_in, dtype)?.reshape(&[n_in as i64, 1, n_in as i64])?;
     let out = op(&basis)?;
     let n_out = out.shape()[2] as i64;
     out.reshape(&[n_in as i64, n_out])?.t()?.contiguous().reshape(&[n_out, n_in as i64])

@@ -64,7 +64,7 @@ fn product_of_others(x: &Tensor, mask: &[bool]) -> Result<Tensor> {
     let dims = dims_of(mask);
     let zero = cmp(Eq, x, 0.0)?;
     let zeros = reduce(ReduceOp::Sum, &zero, Some(&dims), true, None)?;
-    let nonzero = pick(&zero, &super::shift(&zeros_like(x), 1.0)?, x)?;
+    let nonzero = pick(&zero, &super::shift(&zeros_like(x)?, 1.0)?, x)?;
     let rest = reduce(ReduceOp::Prod, &nonzero, Some(&dims), true, None)?.broadcast_to(x.shape())?;
     let no_zero = bin(Eq, &zeros, &Tensor::scalar(0i64))?.broadcast_to(x.shape())?;
     let only_zero = bin(LogicalAnd, &zero, &bin(Eq, &zeros, &Tensor::scalar(1i64))?)?;
@@ -142,7 +142,7 @@ fn cumprod_backward(g: &Tensor, x: &Tensor, y: &Tensor, d: usize) -> Result<Tens
     }
     let before = cmp(Eq, &seen, 0.0)?;
     let first = bin(LogicalAnd, &zero, &cmp(Eq, &seen, 1.0)?)?;
-    let one = super::shift(&zeros_like(x), 1.0)?;
+    let one = super::shift(&zeros_like(x)?, 1.0)?;
     let safe_x = pick(&before, x, &one)?;
     let part1 = keep(&before, &div(&gy, &safe_x)?)?;
     let y1 = scan(ScanOp::Prod, &pick(&first, &one, x)?, d as i64, None)?;

@@ -73,11 +73,11 @@ fn formula(op: UnaryOp) -> (&'static str, Uses) {
     match op {
         Neg => ("NegBackward0", nothing(neg)),
         Abs => ("AbsBackward0", input(|g, x| mul(g, &apply(Sign, x)?))),
-        Sign => ("SignBackward0", nothing(|g| Ok(zeros_like(g)))),
-        Floor => ("FloorBackward0", nothing(|g| Ok(zeros_like(g)))),
-        Ceil => ("CeilBackward0", nothing(|g| Ok(zeros_like(g)))),
-        Round => ("RoundBackward0", nothing(|g| Ok(zeros_like(g)))),
-        Trunc => ("TruncBackward0", nothing(|g| Ok(zeros_like(g)))),
+        Sign => ("SignBackward0", nothing(|g| zeros_like(g))),
+        Floor => ("FloorBackward0", nothing(|g| zeros_like(g))),
+        Ceil => ("CeilBackward0", nothing(|g| zeros_like(g))),
+        Round => ("RoundBackward0", nothing(|g| zeros_like(g))),
+        Trunc => ("TruncBackward0", nothing(|g| zeros_like(g))),
         Square => ("PowBackward0", input(|g, x| mul(g, &scale(x, 2.0)?))),
         Relu => ("ReluBackward0", output(|g, y| keep(&cmp(Gt, y, 0.0)?, g))),
         Hardtanh(lo, hi) => ("HardtanhBackward0", input(move |g, x| keep(&and(&cmp(Gt, x, lo)?, &cmp(Lt, x, hi)?)?, g))),
@@ -164,9 +164,9 @@ fn formula(op: UnaryOp) -> (&'static str, Uses) {
             keep(&cmp(Ge, x, -3.0)?, &inner)
         })),
         Hardsigmoid => ("HardsigmoidBackward0", input(|g, x| keep(&and(&cmp(Gt, x, -3.0)?, &cmp(Lt, x, 3.0)?)?, &scale(g, 1.0 / 6.0)?))),
-        Sgn => ("SgnBackward0", nothing(|g| Ok(zeros_like(g)))),
+        Sgn => ("SgnBackward0", nothing(|g| zeros_like(g))),
         Conj => ("ConjPhysicalBackward0", nothing(|g| Ok(g.clone()))),
-        Angle => ("AngleBackward0", nothing(|g| Ok(zeros_like(g)))),
+        Angle => ("AngleBackward0", nothing(|g| zeros_like(g))),
         LogicalNot | BitwiseNot | IsNan | IsInf | IsPosInf | IsNegInf | IsFinite | Signbit => unreachable!("{op:?} has a bool or integer result"),
     }
 }

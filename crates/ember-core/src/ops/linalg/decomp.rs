@@ -15,7 +15,7 @@ pub fn cholesky_kernel(a: &Tensor) -> Result<(Tensor, Info)> {
     check_matrix("linalg.cholesky", a, true)?;
     let a = Batch::new(a);
     let n = a.n;
-    let out = Out::new(&a.lead, n, n, a.t.dtype());
+    let out = Out::new(&a.lead, n, n, a.t.dtype())?;
     let mut info = Info::new(a.count);
     let codes = info.writer();
     with_field!(a.t.dtype(), T, {
@@ -84,8 +84,8 @@ pub fn qr_kernel(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let a = Batch::new(a);
     let (m, n, k) = (a.m, a.n, a.m.min(a.n));
     let rows_r = if mode == "complete" { m } else { k };
-    let q = Out::new(&a.lead, if mode == "r" { 0 } else { m }, if mode == "complete" { m } else if mode == "r" { 0 } else { k }, a.t.dtype());
-    let r = Out::new(&a.lead, rows_r, n, a.t.dtype());
+    let q = Out::new(&a.lead, if mode == "r" { 0 } else { m }, if mode == "complete" { m } else if mode == "r" { 0 } else { k }, a.t.dtype())?;
+    let r = Out::new(&a.lead, rows_r, n, a.t.dtype())?;
     with_field!(a.t.dtype(), T, {
         each(a.count, 2 * m * n * k, |i, _| unsafe {
             let f = a.mat::<T>(i).qr();

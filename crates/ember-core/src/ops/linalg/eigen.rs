@@ -27,7 +27,7 @@ pub fn eigh_kernel(a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Op
     check_matrix(if vectors { "linalg.eigh" } else { "linalg.eigvalsh" }, a, true)?;
     let a = Batch::new(a);
     let n = a.n;
-    let out = vectors.then(|| Out::new(&a.lead, n, n, a.t.dtype()));
+    let out = vectors.then(|| Out::new(&a.lead, n, n, a.t.dtype())).transpose()?;
     let mut values = vec![0.0f64; a.count * n];
     let pv = Ptr(values.as_mut_ptr());
     let mut info = Info::new(a.count);

@@ -96,10 +96,10 @@ pub struct Out {
 }
 
 impl Out {
-    pub fn new(lead: &[usize], m: usize, n: usize, dtype: DType) -> Out {
+    pub fn new(lead: &[usize], m: usize, n: usize, dtype: DType) -> Result<Out> {
         let shape: Vec<usize> = lead.iter().copied().chain([m, n]).collect();
-        let t = Tensor::zeros(&shape, dtype);
-        Out { ptr: t.byte_ptr() as usize, t, m, n }
+        let t = Tensor::zeros(&shape, dtype)?;
+        Ok(Out { ptr: t.byte_ptr() as usize, t, m, n })
     }
 
     /// Matrix `i` as a mutable faer view; each batch task writes only its own matrices.

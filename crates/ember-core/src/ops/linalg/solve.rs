@@ -27,7 +27,46 @@ impl<T: Field> Lu<T> {
         let mut buf = scratch(lu_in_place_scratch::<usize, T>(m, n, par, Default::default()));
         let (info, perm) = lu_in_place(lu.as_mut(), &mut fwd, &mut bwd, par, stack(&mut buf), Default::default());
         let perm = perm.arrays().0.to_vec();
-        Lu { lu, perm, odd: info.transposition_count % 2 == 1 }
+        let lu = Lu { lu, perm, odd: info.transposition_count % 2 == 1 };
+        if lu.zero_pivot() != 0 {
+            // faer divides the column below a zero pivot by it, so every later entry is NaN.
+            return Lu::singular(a);
+        }
+        lu
+    }
+
+    /// LAPACK's unblocked `getf2` (in complex128): a zero pivot column is skipped, so the factors
+    /// of a singular matrix are finite and its `det` is 0.
+    fn singular(a: MatRef<'_, T>) -> Lu<T> {
+        let (m, n) = (a.nrows(), a.ncols());
+        let mut w: Vec<CDouble> = (0..m * n).map(|k| a[(k % m, k / m)].to_c128()).collect();
+        let at = |i: usize, j: usize| i + j * m;
+        let (mut perm, mut swaps): (Vec<usize>, usize) = ((0..m).collect(), 0);
+        for j in 0..m.min(n) {
+            let abs1 = |z: CDouble| z.re.abs() + z.im.abs();
+            let p = (j..m).fold(j, |best, i| if abs1(w[at(i, j)]) > abs1(w[at(best, j)]) { i } else { best });
+            let pivot = w[at(p, j)];
+            if pivot == CDouble::new(0.0, 0.0) {
+                continue;
+            }
+            if p != j {
+                (0..n).for_each(|k| w.swap(at(p, k), at(j, k)));
+                perm.swap(p, j);
+                swaps += 1;
+            }
+            for i in j + 1..m {
+                w[at(i, j)] /= pivot;
+            }
+            for k in j + 1..n {
+                let u = w[at(j, k)];
+                for i in j + 1..m {
+                    let l = w[at(i, j)];
+                    w[at(i, k)] -= l * u;
+                }
+            }
+        }
+        let lu = Mat::from_fn(m, n, |i, j| T::from_c128(w[at(i, j)]));
+        Lu { lu, perm, odd: swaps % 2 == 1 }
     }
 
     /// 1-based index of the first exactly-zero pivot of U (LAPACK's `info`), 0 when none.
@@ -78,7 +117,7 @@ fn flops(n: usize, k: usize) -> usize {
 /// `X` and the info (1-based zero pivot).
 pub fn solve_kernel(a: &Tensor, b: &Tensor) -> Result<(Tensor, Info)> {
     let (a, b) = (Batch::new(a), Batch::new(b));
-    let out = Out::new(&b.lead, b.m, b.n, b.t.dtype());
+    let out = Out::new(&b.lead, b.m, b.n, b.t.dtype())?;
     let mut info = Info::new(a.count);
     let codes = info.writer();
     with_field!(a.t.dtype(), T, {
@@ -113,7 +152,7 @@ pub fn broadcast_pair(op: &str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tenso
 /// `inv(A)`: the solve against the identity; info is the zero pivot.
 pub fn inv_kernel(a: &Tensor) -> Result<(Tensor, Info)> {
     let n = a.shape()[a.ndim() - 1];
-    let eye = crate::ops::creation::eye(n, n, a.dtype()).broadcast_to(a.shape())?;
+    let eye = crate::ops::creation::eye(n, n, a.dtype())?.broadcast_to(a.shape())?;
     solve_kernel(a, &eye)
 }
 
@@ -149,7 +188,7 @@ pub fn lu_factor_kernel(a: &Tensor) -> Result<(Tensor, Tensor, Info)> {
     check_matrix("torch.linalg.lu_factor", a, false)?;
     let a = Batch::new(a);
     let k = a.m.min(a.n);
-    let out = Out::new(&a.lead, a.m, a.n, a.t.dtype());
+    let out = Out::new(&a.lead, a.m, a.n, a.t.dtype())?;
     let mut pivots = vec![0i32; a.count * k];
     let piv = crate::ops::map::Ptr(pivots.as_mut_ptr());
     let mut info = Info::new(a.count);
@@ -189,7 +228,7 @@ fn transpositions(perm: &[usize], k: usize) -> Vec<usize> {
 /// with batch dims matching `A`'s.
 pub fn solve_triangular_kernel(a: &Tensor, b: &Tensor, upper: bool, unit: bool) -> Result<Tensor> {
     let (a, b) = (Batch::new(a), Batch::new(b));
-    let out = Out::new(&b.lead, b.m, b.n, b.t.dtype());
+    let out = Out::new(&b.lead, b.m, b.n, b.t.dtype())?;
     with_field!(a.t.dtype(), T, {
         each(a.count, a.n * a.n * b.n, |i, par| unsafe {
             let (t, mut x) = (a.mat::<T>(i), out.mat::<T>(i));

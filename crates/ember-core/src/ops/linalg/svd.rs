@@ -15,8 +15,8 @@ pub fn svd_kernel(a: &Tensor, full: bool, vectors: bool) -> Result<(Option<Tenso
     let a = Batch::new(a);
     let (m, n, k) = (a.m, a.n, a.m.min(a.n));
     let (ucols, vrows) = if full { (m, n) } else { (k, k) };
-    let u = vectors.then(|| Out::new(&a.lead, m, ucols, a.t.dtype()));
-    let vh = vectors.then(|| Out::new(&a.lead, vrows, n, a.t.dtype()));
+    let u = vectors.then(|| Out::new(&a.lead, m, ucols, a.t.dtype())).transpose()?;
+    let vh = vectors.then(|| Out::new(&a.lead, vrows, n, a.t.dtype())).transpose()?;
     let mut values = vec![0.0f64; a.count * k];
     let pv = Ptr(values.as_mut_ptr());
     let mut info = Info::new(a.count);

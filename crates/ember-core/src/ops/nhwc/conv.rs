@@ -72,9 +72,9 @@ impl<T> Job<T> {
 /// conv2d of a channels-last `x [N, C, H, W]` (float32 or float64, or bfloat16 where
 /// `conv_bf16::applies`) with `weight [K, C/groups,
 /// kh, kw]` (any layout) and an optional contiguous `bias [K]`; the result is channels-last.
-pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, g: &Geom2) -> Tensor {
+pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, g: &Geom2) -> crate::error::Result<Tensor> {
     let (n, c, k) = (x.shape()[0], x.shape()[1], weight.shape()[0]);
-    let out = uninit_channels_last([n, k, g.output[0], g.output[1]], x.dtype());
+    let out = uninit_channels_last([n, k, g.output[0], g.output[1]], x.dtype())?;
     if out.numel() == 0 {
         return out;
     }
@@ -93,7 +93,7 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize,
     } else {
         run::<f32>(&xs, &w, bias, &os, groups, g, depthwise);
     }
-    out
+    Ok(out)
 }
 
 fn run<T: Element + std::ops::AddAssign + std::ops::Mul<Output = T>>(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &Tensor, groups: usize, g: &Geom2, depthwise: bool) {

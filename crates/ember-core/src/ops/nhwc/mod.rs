@@ -13,6 +13,7 @@ pub use norm::{channel_affine, channel_moments};
 pub(in crate::ops) use pool::{max_pool2d, mean_pool2d};
 
 use crate::dtype::DType;
+use crate::error::Result;
 use crate::tensor::Tensor;
 
 /// PyTorch's `is_contiguous(memory_format=torch.channels_last)`: a 4-d layout whose dims, in the
@@ -73,8 +74,8 @@ fn nhwc_view(t: &Tensor) -> Tensor {
 }
 
 /// A fresh `[N, C, H, W]` tensor with channels-last memory.
-fn uninit_channels_last([n, c, h, w]: [usize; 4], dtype: DType) -> Tensor {
-    Tensor::uninit(&[n, h, w, c], dtype).permute(&[0, 3, 1, 2]).expect("a 4-d tensor")
+fn uninit_channels_last([n, c, h, w]: [usize; 4], dtype: DType) -> Result<Tensor> {
+    Ok(Tensor::uninit(&[n, h, w, c], dtype)?.permute(&[0, 3, 1, 2]).expect("a 4-d tensor"))
 }
 
 /// Whether batch_norm on `x` runs on the channels-last kernels (every float dtype: half types
@@ -98,9 +99,9 @@ mod tests {
     fn channels_last_is_decided_by_stride_order() {
         assert!(is_channels_last(&nhwc([2, 3, 4, 5])));
         assert!(is_channels_last(&nhwc([2, 1, 4, 5]))); // also contiguous, as PyTorch
-        assert!(!is_channels_last(&Tensor::zeros(&[2, 3, 4, 5], DType::F32)));
-        assert!(!is_channels_last(&Tensor::zeros(&[2, 3, 1, 1], DType::F32)));
-        assert!(is_channels_last_contiguous(&Tensor::zeros(&[2, 3, 1, 1], DType::F32)));
+        assert!(!is_channels_last(&Tensor::zeros(&[2, 3, 4, 5], DType::F32).unwrap()));
+        assert!(!is_channels_last(&Tensor::zeros(&[2, 3, 1, 1], DType::F32).unwrap()));
+        assert!(is_channels_last_contiguous(&Tensor::zeros(&[2, 3, 1, 1], DType::F32).unwrap()));
     }
 
     #[test]

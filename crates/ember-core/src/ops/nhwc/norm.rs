@@ -57,9 +57,9 @@ fn column_sums_of<T: Element>(v: &Tensor, center: Option<&[f64]>) -> Vec<f64> {
 
 /// `x[.., c] * scale[c] + shift[c]` for a channels-last float `x` (half types computed in
 /// float32 and rounded once); channels-last result.
-pub fn channel_affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> Tensor {
+pub fn channel_affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> crate::error::Result<Tensor> {
     let s = x.shape();
-    let out = uninit_channels_last([s[0], s[1], s[2], s[3]], x.dtype());
+    let out = uninit_channels_last([s[0], s[1], s[2], s[3]], x.dtype())?;
     let (xv, ov) = (nhwc_view(x), nhwc_view(&out));
     match x.dtype() {
         DType::F64 => affine_of::<f64>(&xv, scale, shift, &ov),
@@ -67,7 +67,7 @@ pub fn channel_affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> Tensor {
         DType::F16 => affine_of::<f16>(&xv, scale, shift, &ov),
         _ => affine_of::<f32>(&xv, scale, shift, &ov),
     }
-    out
+    Ok(out)
 }
 
 fn affine_of<T: Stored>(x: &Tensor, scale: &[f64], shift: &[f64], out: &Tensor) {

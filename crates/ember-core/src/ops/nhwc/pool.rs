@@ -27,12 +27,12 @@ fn for_positions(count: usize, per_position: usize, f: impl Fn(usize) + Sync) {
 /// in the input's dtype and flat `h·W + w` indices, both channels-last. Ties and NaNs resolve
 /// as in the NCHW kernel (first maximum; a NaN wins). Half types are compared in float32 where
 /// they lie (widening is exact, so the maximum is one of the inputs, stored back unchanged).
-pub(in crate::ops) fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> (Tensor, Tensor) {
+pub(in crate::ops) fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> crate::error::Result<(Tensor, Tensor)> {
     let x = nhwc_view(input).contiguous();
     let s = input.shape();
     let shape = [s[0], s[1], ah.len(), aw.len()];
-    let out = uninit_channels_last(shape, x.dtype());
-    let idx = uninit_channels_last(shape, DType::I64);
+    let out = uninit_channels_last(shape, x.dtype())?;
+    let idx = uninit_channels_last(shape, DType::I64)?;
     let (o, i) = (nhwc_view(&out), nhwc_view(&idx));
     match x.dtype() {
         DType::F64 => max_kernel::<f64>(&x, ah, aw, &o, &i),
@@ -40,7 +40,7 @@ pub(in crate::ops) fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> (Tenso
         DType::F16 => max_kernel::<f16>(&x, ah, aw, &o, &i),
         _ => max_kernel::<f32>(&x, ah, aw, &o, &i),
     }
-    (out, idx)
+    Ok((out, idx))
 }
 
 /// The pointers and sizes of one max pool.
@@ -120,15 +120,15 @@ unsafe fn max_positions<T: Stored>(job: &MaxJob<T>, positions: std::ops::Range<u
 
 /// Average pooling of a channels-last `input` over the windows of axes (H, W), each window's sum
 /// divided as `divisor` says; the result is channels-last.
-pub(in crate::ops) fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> Tensor {
+pub(in crate::ops) fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> crate::error::Result<Tensor> {
     let (x, shape) = prepare(input, ah, aw);
-    let out = uninit_channels_last(shape, x.dtype());
+    let out = uninit_channels_last(shape, x.dtype())?;
     if x.dtype() == DType::F64 {
         mean_kernel::<f64>(&x, ah, aw, divisor, &nhwc_view(&out));
     } else {
         mean_kernel::<f32>(&x, ah, aw, divisor, &nhwc_view(&out));
     }
-    out.to_dtype(input.dtype())
+    Ok(out.to_dtype(input.dtype()))
 }
 
 fn mean_kernel<T: Element + Float>(x: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor, out: &Tensor) {
