@@ -29,7 +29,7 @@ fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[i64], pad_: &
         return weight_grad_recorded(x, g, kernel, stride, pad_, dilation, groups);
     }
     let usize_of = |v: &[i64]| v.iter().map(|&e| e as usize).collect::<Vec<_>>();
-    Ok(weight_grad_kernel(x, g, kernel, &usize_of(stride), &usize_of(pad_), &usize_of(dilation), groups))
+    weight_grad_kernel(x, g, kernel, &usize_of(stride), &usize_of(pad_), &usize_of(dilation), groups)
 }
 
 /// The input gradient of a stride-1 `conv(x, w)`: the output gradient convolved with the

@@ -76,7 +76,7 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize,
     let (n, c, k) = (x.shape()[0], x.shape()[1], weight.shape()[0]);
     let out = uninit_channels_last([n, k, g.output[0], g.output[1]], x.dtype())?;
     if out.numel() == 0 {
-        return out;
+        return Ok(out);
     }
     let depthwise = groups == c && k == c;
     // [K, kh, kw, C/groups]: a view when the weight is itself channels-last. Depthwise taps
