@@ -23,6 +23,12 @@ pub struct Inner {
     /// For a view: the tensor that first owned the storage (in-place writes through a view
     /// must rewrite the base's history too).
     base: Option<Tensor>,
+    /// For a view: whether autograd sees it as a view of its base (it was made in grad mode or
+    /// given a history), so that writes to the base or to other views change its history too.
+    differentiable_view: AtomicBool,
+    /// For a view: the version its history was made at. A write through another alias since
+    /// then leaves that history stale; it is remade from the base's when next used.
+    view_version: AtomicU64,
     /// Set on a leaf that requires grad and on every result autograd tracks: the one word the
     /// per-op hot path reads, so ops on untracked tensors pay a single relaxed load.
     pub(crate) requires_grad: AtomicBool,
@@ -38,6 +44,8 @@ impl Tensor {
             dtype,
             version: Arc::new(AtomicU64::new(0)),
             base: None,
+            differentiable_view: AtomicBool::new(false),
+            view_version: AtomicU64::new(0),
             requires_grad: AtomicBool::new(false),
             autograd: Mutex::new(None),
         }))
@@ -67,12 +75,16 @@ impl Tensor {
     }
 
     fn alias_as(&self, layout: Layout, base: Option<Tensor>, dtype: DType) -> Self {
+        // As in PyTorch, a view made in no_grad mode is not a view for autograd.
+        let differentiable = base.is_some() && autograd::is_grad_enabled();
         Tensor(Arc::new(Inner {
             storage: self.0.storage.clone(),
             layout,
             dtype,
             version: self.0.version.clone(),
             base,
+            differentiable_view: AtomicBool::new(differentiable),
+            view_version: AtomicU64::new(self.version()),
             requires_grad: AtomicBool::new(false),
             autograd: Mutex::new(None),
         }))
@@ -81,6 +93,37 @@ impl Tensor {
     /// The tensor whose storage this view shares, if this is a view.
     pub fn base(&self) -> Option<&Tensor> {
         self.0.base.as_ref()
+    }
+
+    /// Whether autograd treats this tensor as a view of its base (see `Inner`).
+    pub(crate) fn is_differentiable_view(&self) -> bool {
+        self.0.base.is_some() && self.0.differentiable_view.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_differentiable_view(&self, on: bool) {
+        self.0.differentiable_view.store(on && self.0.base.is_some(), Ordering::Relaxed);
+    }
+
+    /// A differentiable view whose base was written (directly or through another view) after
+    /// the view's history was made.
+    pub(crate) fn is_stale_view(&self) -> bool {
+        self.is_differentiable_view() && self.0.view_version.load(Ordering::Relaxed) != self.version()
+    }
+
+    /// Marks a view's history as made at the current version.
+    pub(crate) fn mark_view_current(&self) {
+        if self.0.base.is_some() {
+            self.0.view_version.store(self.version(), Ordering::Relaxed);
+            self.0.differentiable_view.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// When this is the last handle on the tensor: its autograd state and its base, for
+    /// freeing graphs without recursion (`autograd::node`). The rest is freed here.
+    pub(crate) fn into_last_parts(self) -> Option<(Option<Box<AutogradMeta>>, Option<Tensor>)> {
+        let inner = Arc::try_unwrap(self.0).ok()?;
+        let Inner { autograd, base, .. } = inner;
+        Some((autograd.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner), base))
     }
 
     /// The same data and version counter with no autograd history (`detach`). Not a view for

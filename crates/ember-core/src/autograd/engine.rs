@@ -208,6 +208,9 @@ fn run_pre_hooks(node: &Arc<Node>, grads: &mut [Option<Tensor>]) -> Result<()> {
                 if replacement.shape() != g.shape() {
                     bail!(Runtime, "hook has changed the size of value: expected {:?} but got {:?}", g.shape(), replacement.shape());
                 }
+                if replacement.dtype() != g.dtype() {
+                    bail!(Runtime, "hook has changed the type of value (was ember.{}Tensor got ember.{}Tensor)", g.dtype().legacy_name(), replacement.dtype().legacy_name());
+                }
                 grads[nr] = Some(replacement);
             }
         }

@@ -204,7 +204,7 @@ pub fn unpack_dual(t: &Tensor, level: u64) -> Result<(Tensor, Option<Tensor>)> {
 fn alias(t: &Tensor, name: &'static str) -> Result<Tensor> {
     let out = t.with_layout(t.layout().clone());
     if super::needs_reverse(&[t]) {
-        super::node::attach(name.into(), &[t], &[&out], &[], Arc::new(|_: &Ctx, g: &[Option<Tensor>]| Ok(vec![g[0].clone()])))?;
+        super::node::attach(name.into(), &[t], &[&out], &[], Arc::new(|_: &Ctx, g: &[Option<Tensor>]| Ok(vec![g[0].clone()])));
     }
     Ok(out)
 }

@@ -2,24 +2,34 @@
 //! of place (recorded like any op, so the tensors it saves keep the versions they had before
 //! the write), writes them into the target and makes their history the target's. When the
 //! target is a view, its base's history is rewritten too (`CopySlices`): the base's gradient
-//! passes through outside the view and goes to the written value inside it. In forward mode
-//! the target's tangent becomes the new contents' (written into the tangent it had, so that a
-//! view's write reaches its base's tangent).
-use super::{forward, is_grad_enabled, record, untracked};
+//! passes through outside the view and goes to the written value inside it. Every view of the
+//! base (the target included) is then stale: its history is remade from the base's when next
+//! used ([`remake_view_history`]), as are those of views made before a write to the base
+//! itself. In forward mode the target's tangent becomes the new contents' (written into the
+//! tangent it had, so that a view's write reaches its base's tangent).
+use super::node::{self, Node};
+use super::{forward, is_grad_enabled, materialising, record, untracked};
 use crate::bail;
+use crate::dtype::DType;
 use crate::error::Result;
-use crate::ops::binary::{binary, BinaryOp, Operand};
+use crate::layout::Layout;
+use crate::ops::binary::{binary, BinaryOp, Operand, Scalar};
+use crate::ops::complex::{view_as_complex, view_as_real};
 use crate::ops::index::{take, take_adjoint};
 use crate::ops::overlap;
 use crate::ops::view::address_map;
 use crate::tensor::Tensor;
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 
 /// Runs an in-place op on `dst` whose other operands are `others`: `kernel` writes `dst`
 /// directly when nothing is recorded and no operand overlaps `dst` in a way the kernel cannot
 /// meet (see `ops::overlap`), else `value` computes the new contents out of place.
 pub fn in_place(dst: &Tensor, others: &[&Tensor], kernel: impl FnOnce() -> Result<()>, value: impl FnOnce() -> Result<Tensor>) -> Result<()> {
     let through_copy = overlap::check_write(dst, others)?;
-    let tracked = is_grad_enabled() && (dst.requires_grad() || others.iter().any(|t| t.requires_grad()));
+    // A view of a base that requires grad is written with autograd even when the view itself
+    // is not tracked (made in no_grad mode: `check_writable` refuses it, as PyTorch).
+    let tracked = is_grad_enabled() && (dst.requires_grad() || dst.base().is_some_and(Tensor::requires_grad) || others.iter().any(|t| t.requires_grad()));
     let dual = forward::is_dual(&[dst]) || forward::is_dual(others);
     if !tracked && !dual && !through_copy {
         return kernel();
@@ -84,6 +94,9 @@ pub fn check_writable(dst: &Tensor) -> Result<()> {
         if base.requires_grad() && base.is_leaf() {
             bail!(Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
         }
+        if !dst.is_differentiable_view() {
+            bail!(Runtime, "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).");
+        }
     }
     Ok(())
 }
@@ -110,22 +123,108 @@ fn write(dst: &Tensor, value: &Tensor) -> Result<()> {
     dst.copy_(value)
 }
 
+/// Rewrites the base's history for a write of `value` into `view`: the base's old contents
+/// keep their gradient outside the view, `value` gets it inside. The view's own history is
+/// remade from the new base history when next used.
 fn copy_slices(base: &Tensor, view: &Tensor, value: &Tensor) -> Result<()> {
-    let idx = address_map(base.layout(), view.layout())?;
-    // 1 outside the view, 0 inside: what of the base's gradient passes to its old contents.
-    let keep = {
-        let _raw = untracked();
-        let k = crate::ops::creation::full(base.shape(), crate::ops::binary::Scalar::Int(1), base.dtype())?;
-        let flat = k.reshape(&[-1])?;
-        crate::ops::index::index_fill_(&flat, 0, &idx.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(base.dtype()))?;
-        k
-    };
+    let map = Arc::new(ViewMap::new(base, view));
+    map.positions()?;
     write(view, value)?;
-    record("CopySlices", &[base, value], &[base], &[&keep, &idx], move |ctx, g| {
-        let old = if ctx.needs_input_grad(0) { Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(&ctx.saved(0)?))?) } else { None };
-        let new = if ctx.needs_input_grad(1) { Some(take(&g[0], &ctx.saved(1)?)?) } else { None };
+    record("CopySlices", &[base, value], &[base], &[], move |ctx, g| {
+        let old = if ctx.needs_input_grad(0) { Some(map.outside(&g[0])?) } else { None };
+        let new = if ctx.needs_input_grad(1) { Some(map.to_view(&g[0])?) } else { None };
         Ok(vec![old, new])
-    })?;
-    let shape = base.shape().to_vec();
-    record("AsStridedBackward0", &[base], &[view], &[&idx], move |ctx, g| Ok(vec![Some(take_adjoint(&g[0], &ctx.saved(0)?, &shape)?)]))
+    })
+}
+
+/// The history of a view whose base was written (directly or through another view) after
+/// the view's history was made: its elements, picked from the base's current history.
+/// `view`'s history becomes the returned node.
+pub(crate) fn remake_view_history(view: &Tensor, base: &Tensor) -> Arc<Node> {
+    let map = ViewMap::new(base, view);
+    let f = materialising(move |_, g| Ok(vec![Some(map.to_base(&g[0])?)]));
+    node::attach(Cow::Borrowed("AsStridedBackward0"), &[base], &[view], &[], f)
+}
+
+/// Where a view's elements lie in its base, to move gradients between the two. A view that
+/// sees complex numbers as pairs of floats (`view_as_real`, `real`, `imag`), or floats as
+/// complex numbers, is mapped in float units: its complex side is seen through
+/// `view_as_real`. The element map is found on first use (a graph may never run).
+struct ViewMap {
+    base: Layout,
+    view: Layout,
+    /// The base is complex and the view real: the base's gradients are mapped as floats.
+    base_floats: bool,
+    /// The view is complex and the base real.
+    view_floats: bool,
+    /// Dtypes that no complex reinterpretation relates.
+    unrelated: Option<(DType, DType)>,
+    positions: Mutex<Option<Tensor>>,
+}
+
+impl ViewMap {
+    fn new(base: &Tensor, view: &Tensor) -> ViewMap {
+        let (b, v) = (base.dtype(), view.dtype());
+        let base_floats = b.is_complex() && !v.is_complex() && b.to_real() == v;
+        let view_floats = v.is_complex() && !b.is_complex() && v.to_real() == b;
+        let unrelated = (b != v && !base_floats && !view_floats).then_some((b, v));
+        ViewMap {
+            base: if base_floats { as_floats(base.layout()) } else { base.layout().clone() },
+            view: if view_floats { as_floats(view.layout()) } else { view.layout().clone() },
+            base_floats,
+            view_floats,
+            unrelated,
+            positions: Mutex::new(None),
+        }
+    }
+
+    /// For each element of the view (in units), the flat index of the base's element there.
+    fn positions(&self) -> Result<Tensor> {
+        if let Some((b, v)) = self.unrelated {
+            bail!(Runtime, "derivative for a {v} view of a {b} tensor is not implemented");
+        }
+        let mut p = self.positions.lock().unwrap();
+        if p.is_none() {
+            *p = Some(address_map(&self.base, &self.view)?);
+        }
+        Ok(p.clone().unwrap())
+    }
+
+    /// The base's gradient for the view's gradient `g`: `g` where the view's elements lie,
+    /// zero elsewhere.
+    fn to_base(&self, g: &Tensor) -> Result<Tensor> {
+        let g = if self.view_floats { view_as_real(g)? } else { g.clone() };
+        let gb = take_adjoint(&g, &self.positions()?, self.base.shape())?;
+        if self.base_floats { view_as_complex(&gb) } else { Ok(gb) }
+    }
+
+    /// The view's part of the base's gradient `g`.
+    fn to_view(&self, g: &Tensor) -> Result<Tensor> {
+        let g = if self.base_floats { view_as_real(g)? } else { g.clone() };
+        let gv = take(&g, &self.positions()?)?;
+        if self.view_floats { view_as_complex(&gv) } else { Ok(gv) }
+    }
+
+    /// The base's gradient `g` with the view's elements zeroed.
+    fn outside(&self, g: &Tensor) -> Result<Tensor> {
+        let g = if self.base_floats { view_as_real(g)? } else { g.clone() };
+        let keep = {
+            let _raw = untracked();
+            let dtype = g.dtype().to_real();
+            let k = crate::ops::creation::full(g.shape(), Scalar::Int(1), dtype)?;
+            crate::ops::index::index_fill_(&k.reshape(&[-1])?, 0, &self.positions()?.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(dtype))?;
+            k
+        };
+        let out = binary(BinaryOp::Mul, Operand::Tensor(&g), Operand::Tensor(&keep))?;
+        if self.base_floats { view_as_complex(&out) } else { Ok(out) }
+    }
+}
+
+/// A complex layout seen as pairs of floats (`view_as_real`'s layout).
+fn as_floats(l: &Layout) -> Layout {
+    let mut shape = l.shape().to_vec();
+    shape.push(2);
+    let mut strides: Vec<isize> = l.strides().iter().map(|s| s * 2).collect();
+    strides.push(1);
+    Layout::new(shape, strides, l.offset() * 2)
 }

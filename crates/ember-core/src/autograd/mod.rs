@@ -188,7 +188,7 @@ pub fn record_with_jvp(
     finish(name.into(), inputs, outputs, saved, materialising(backward), Some(jvp))
 }
 
-fn materialising(backward: impl Fn(&Ctx, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static) -> Arc<node::RawBackwardFn> {
+pub(crate) fn materialising(backward: impl Fn(&Ctx, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static) -> Arc<node::RawBackwardFn> {
     Arc::new(move |ctx: &Ctx, grads: &[Option<Tensor>]| {
         let grads: Vec<Tensor> = grads.iter().zip(ctx.output_shapes()).map(|(g, (shape, dtype))| match g {
             Some(g) => Ok(g.clone()),
@@ -200,7 +200,7 @@ fn materialising(backward: impl Fn(&Ctx, &[Tensor]) -> Result<Vec<Option<Tensor>
 
 fn finish(name: Cow<'static, str>, inputs: &[&Tensor], outputs: &[&Tensor], saved: &[&Tensor], f: Arc<node::RawBackwardFn>, jvp: Option<JvpFn<'_>>) -> Result<()> {
     let reverse = needs_reverse(inputs);
-    let node = if reverse { Some(node::attach(name.clone(), inputs, outputs, saved, f.clone())?) } else { None };
+    let node = if reverse { Some(node::attach(name.clone(), inputs, outputs, saved, f.clone())) } else { None };
     if !forward::is_dual(inputs) {
         return Ok(());
     }
@@ -232,7 +232,7 @@ pub fn record_raw(
     saved: &[&Tensor],
     backward: Box<node::RawBackwardFn>,
 ) -> Result<()> {
-    node::attach(name.into(), inputs, outputs, saved, Arc::from(backward))?;
+    node::attach(name.into(), inputs, outputs, saved, Arc::from(backward));
     Ok(())
 }
 

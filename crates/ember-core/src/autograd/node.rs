@@ -135,6 +135,55 @@ impl Node {
     }
 }
 
+/// Frees the graph behind a node without recursing: a chain of 200,000 ops would otherwise
+/// free node by node, each inside the last one's `drop`, and overflow the stack. The nodes
+/// and tensors whose last handle this node holds are taken apart in a loop instead (as
+/// PyTorch's `deleteNode`); what others still hold is only released.
+impl Drop for Node {
+    fn drop(&mut self) {
+        let mut parts = Parts::default();
+        parts.take_from(self);
+        parts.free();
+    }
+}
+
+/// Graph pieces waiting to be freed.
+#[derive(Default)]
+struct Parts {
+    nodes: Vec<Arc<Node>>,
+    tensors: Vec<Tensor>,
+}
+
+impl Parts {
+    /// Moves out what a node holds that can lead on to other nodes.
+    fn take_from(&mut self, node: &mut Node) {
+        self.nodes.extend(node.next.drain(..).flatten().map(|e| e.node));
+        let saved = node.saved.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.tensors.extend(saved.drain(..).filter_map(|s| s.data));
+    }
+
+    fn free(&mut self) {
+        loop {
+            if let Some(node) = self.nodes.pop() {
+                if let Ok(mut node) = Arc::try_unwrap(node) {
+                    self.take_from(&mut node);
+                }
+            } else if let Some(t) = self.tensors.pop() {
+                if let Some((meta, base)) = t.into_last_parts() {
+                    self.tensors.extend(base);
+                    if let Some(mut meta) = meta {
+                        self.nodes.extend(meta.grad_fn.take());
+                        self.tensors.extend(meta.grad.take());
+                        self.tensors.extend(meta.tangent.take().map(|t| t.1));
+                    }
+                }
+            } else {
+                return;
+            }
+        }
+    }
+}
+
 /// What a backward function sees besides the gradients.
 pub struct Ctx<'a> {
     pub(crate) node: &'a Arc<Node>,
@@ -231,12 +280,12 @@ pub(crate) fn gradient_edge(t: &Tensor) -> Option<Edge> {
 }
 
 /// Records `f` as the node that made `outputs` from `inputs` and returns it.
-pub(crate) fn attach(name: Cow<'static, str>, inputs: &[&Tensor], outputs: &[&Tensor], saved: &[&Tensor], f: Arc<RawBackwardFn>) -> Result<Arc<Node>> {
+pub(crate) fn attach(name: Cow<'static, str>, inputs: &[&Tensor], outputs: &[&Tensor], saved: &[&Tensor], f: Arc<RawBackwardFn>) -> Arc<Node> {
     let node = Arc::new(detached(name, inputs, outputs, saved, f));
     for (nr, out) in outputs.iter().enumerate() {
         out.set_history(node.clone(), nr);
     }
-    Ok(node)
+    node
 }
 
 /// A node for `f` that no tensor has as its history: what forward mode runs an op's backward

@@ -13,7 +13,13 @@ impl Tensor {
     /// grad_fn).
     #[inline]
     pub fn requires_grad(&self) -> bool {
-        self.0.requires_grad.load(Ordering::Relaxed)
+        self.0.requires_grad.load(Ordering::Relaxed) || self.base().is_some_and(|b| self.requires_grad_through(b))
+    }
+
+    /// A view that did not require grad does once a write through another alias of its base
+    /// gave the base a history (the view's history is then remade from the base's).
+    fn requires_grad_through(&self, base: &Tensor) -> bool {
+        base.0.requires_grad.load(Ordering::Relaxed) && self.is_stale_view()
     }
 
     pub(crate) fn with_meta<R>(&self, f: impl FnOnce(&mut AutogradMeta) -> R) -> R {
@@ -40,9 +46,15 @@ impl Tensor {
         Ok(())
     }
 
+    /// The node that made this tensor. A view whose base was written in place since its
+    /// history was made gets a new one first, picking its elements from the base's current
+    /// history (PyTorch's `AsStridedBackward0`).
     pub fn grad_fn(&self) -> Option<Arc<Node>> {
         if !self.requires_grad() {
             return None;
+        }
+        if let Some(base) = self.base().filter(|b| self.is_stale_view() && b.requires_grad()) {
+            return Some(super::inplace::remake_view_history(self, base));
         }
         self.read_meta(|m| m.grad_fn.clone()).flatten()
     }
@@ -57,18 +69,28 @@ impl Tensor {
     }
 
     /// Makes `node` (output `nr`) this tensor's history.
+    /// A retained gradient follows the tensor to its new history: `.grad` is the gradient of
+    /// its latest version, as in PyTorch.
     pub(crate) fn set_history(&self, node: Arc<Node>, nr: usize) {
-        self.with_meta(|m| {
-            m.grad_fn = Some(node);
+        let replaced = self.with_meta(|m| {
             m.output_nr = nr;
+            let old = m.grad_fn.replace(node.clone());
+            if m.retains_grad { old } else { None }
         });
         self.0.requires_grad.store(true, Ordering::Relaxed);
+        self.mark_view_current();
+        if let Some(old) = replaced {
+            old.retained.lock().unwrap().retain(|(_, w)| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(&self.0)));
+            node.retained.lock().unwrap().push((nr, Arc::downgrade(&self.0)));
+        }
     }
 
-    /// `detach_()`: this tensor becomes a leaf that does not require grad.
+    /// `detach_()`: this tensor becomes a leaf that does not require grad (and, if a view, no
+    /// longer follows its base's history).
     pub fn detach_in_place(&self) {
         self.with_meta(|m| m.grad_fn = None);
         self.0.requires_grad.store(false, Ordering::Relaxed);
+        self.set_differentiable_view(false);
     }
 
     /// The leaf's gradient accumulator, made on first use and shared while it lives.

@@ -153,3 +153,52 @@ fn saved_tensors_are_freed_by_backward_unless_retained() {
     y.backward(None, false, false, None).unwrap();
     assert!(storage.upgrade().is_none(), "freed after the last backward");
 }
+
+#[test]
+fn a_view_made_before_a_write_to_its_base_takes_the_new_history() {
+    let x = leaf(&[0.0, 1.0, 2.0]);
+    let b = x.deep_clone();
+    let v = b.reshape(&[3]).unwrap();
+    crate::ops::unary::unary_out(UnaryOp::Exp, &b, &b).unwrap();
+    assert_eq!(v.grad_fn().unwrap().name(), "AsStridedBackward0");
+    sum(&v).backward(None, false, false, None).unwrap();
+    let e = std::f64::consts::E;
+    assert_eq!(vals(&x.grad().unwrap()), vec![1.0, e, e * e]);
+}
+
+#[test]
+fn a_sibling_view_sees_a_write_through_another_view() {
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0]);
+    let b = x.deep_clone();
+    let (front, back) = (b.narrow(0, 0, 3).unwrap(), b.narrow(0, 1, 3).unwrap());
+    crate::ops::binary::binary_out(BinaryOp::Mul, Operand::Tensor(&front), Operand::Scalar(Scalar::Int(3)), &front).unwrap();
+    sum(&back).backward(None, false, false, None).unwrap();
+    assert_eq!(vals(&x.grad().unwrap()), vec![0.0, 3.0, 3.0, 1.0]);
+}
+
+/// A chain of `n` multiplications by one, from `x`.
+fn chain(x: &Tensor, n: usize) -> Tensor {
+    let mut y = x.clone();
+    for _ in 0..n {
+        y = binary(BinaryOp::Mul, Operand::Tensor(&y), Operand::Scalar(Scalar::Float(1.0))).unwrap();
+    }
+    y
+}
+
+#[test]
+fn deep_graphs_run_and_free_without_recursion() {
+    // On a thread with a small stack: a recursive free of 200,000 nodes would overflow it.
+    std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(|| {
+            let x = leaf(&[2.0]);
+            let y = chain(&x, 200_000);
+            y.backward(None, false, false, None).unwrap();
+            assert_eq!(vals(&x.grad().unwrap()), vec![1.0]);
+            drop(y);
+            drop(chain(&x, 200_000));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
