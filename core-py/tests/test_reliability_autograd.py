@@ -284,3 +284,12 @@ def test_modifying_a_saved_tensor_in_place_is_caught():
     y[0].add_(1)  # through a view: the version counter is shared
     with pytest.raises(RuntimeError, match="modified by an inplace operation.*output 0 of MulBackward0, is at version 1; expected version 0"):
         z.sum().backward()
+
+
+def test_complex_outputs_need_a_gradient_of_their_kind():
+    z = ember.ones(2, dtype=ember.complex64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for real scalar outputs"):
+        (z * 2).sum().backward()
+    x = ember.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="For complex Tensors, both grad_output and output are required to have the same dtype"):
+        (x * 2).backward(ember.ones(2, dtype=ember.complex64))

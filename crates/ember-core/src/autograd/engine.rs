@@ -66,9 +66,13 @@ fn root_edges(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge, T
             Some(g) if g.shape() != t.shape() => {
                 bail!(Runtime, "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a shape of {}.", size(g.shape()), size(t.shape()))
             }
+            Some(g) if g.dtype().is_complex() != t.dtype().is_complex() => {
+                bail!(Runtime, "For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {} and output[{i}] has a dtype of {}", g.dtype(), t.dtype())
+            }
             Some(g) => g.clone(),
-            None if t.numel() == 1 => crate::ops::creation::full(t.shape(), crate::ops::binary::Scalar::Int(1), t.dtype())?,
-            None => bail!(Runtime, "grad can be implicitly created only for scalar outputs"),
+            None if t.numel() != 1 => bail!(Runtime, "grad can be implicitly created only for scalar outputs"),
+            None if t.dtype().is_complex() => bail!(Runtime, "grad can be implicitly created only for real scalar outputs but got {}", t.dtype())?,
+            None => crate::ops::creation::full(t.shape(), crate::ops::binary::Scalar::Int(1), t.dtype())?,
         };
         edges.push((edge, g));
     }

@@ -94,7 +94,8 @@ fn overlap(a: &Tensor, b: &Tensor) -> Overlap {
 /// The lowest and one-past-highest byte offsets in the storage (dtypes of different sizes may
 /// share one, through `view_as_real`).
 fn byte_span(t: &Tensor) -> (isize, isize) {
-    let (lo, hi) = t.layout().span();
+    // Every tensor's span was checked when its layout was made.
+    let (lo, hi) = t.layout().span().expect("a tensor's span fits in isize");
     let size = t.dtype().size() as isize;
     (lo * size, hi * size)
 }
