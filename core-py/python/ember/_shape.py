@@ -62,9 +62,9 @@ def _wrap(d, n):
 def flatten(input, start_dim=0, end_dim=-1):
     """Merges dims `start_dim..=end_dim` (a view when the strides allow it)."""
     _check(input, "flatten")
+    s, e = _wrap(start_dim, input.ndim), _wrap(end_dim, input.ndim)
     if input.ndim == 0:
         return input.reshape(1)
-    s, e = _wrap(start_dim, input.ndim), _wrap(end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = list(input.shape)

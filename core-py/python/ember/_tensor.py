@@ -50,6 +50,8 @@ for _name in _ops.BINARY + ["add", "sub", "div", "clamp", "clip", "clamp_min", "
             if not args and not kwargs and name in _ops.BINARY:
                 _C.binary(name, self, other, self)
                 return self
+            if other is None:  # clamp_(min=..., max=...): the bounds come as keywords
+                return self.copy_(getattr(_ops, name)(self, *args, **kwargs))
             return self.copy_(getattr(_ops, name)(self, other, *args, **kwargs))
         return method
     _method(_name + "_", _make_binary_inplace(_name))

@@ -71,7 +71,7 @@ fn root_edges(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge, T
             }
             Some(g) => g.clone(),
             None if t.numel() != 1 => bail!(Runtime, "grad can be implicitly created only for scalar outputs"),
-            None if t.dtype().is_complex() => bail!(Runtime, "grad can be implicitly created only for real scalar outputs but got {}", t.dtype())?,
+            None if t.dtype().is_complex() => bail!(Runtime, "grad can be implicitly created only for real scalar outputs but got {}", t.dtype()),
             None => crate::ops::creation::full(t.shape(), crate::ops::binary::Scalar::Int(1), t.dtype())?,
         };
         edges.push((edge, g));

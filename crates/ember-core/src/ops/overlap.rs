@@ -82,13 +82,21 @@ fn overlap(a: &Tensor, b: &Tensor) -> Overlap {
     if a1 <= b0 || b1 <= a0 {
         return Overlap::None;
     }
-    if a.is_alias_of(b) || (a0, a1) == (b0, b1) && a.strides() == b.strides() && a.dtype() == b.dtype() {
+    if a.is_alias_of(b) || (a0, a1) == (b0, b1) && same_walk(a, b) {
         return Overlap::Full;
     }
     if is_dense(a) && is_dense(b) {
         return Overlap::Partial;
     }
     Overlap::Unknown
+}
+
+/// Whether both visit the same elements in the same order: equal shapes, dtypes and strides,
+/// where a dim of size 1 has no stride to compare (`x.flip(0)` of one element is `x`).
+fn same_walk(a: &Tensor, b: &Tensor) -> bool {
+    a.dtype() == b.dtype()
+        && a.shape() == b.shape()
+        && a.shape().iter().zip(a.strides().iter().zip(b.strides())).all(|(&n, (sa, sb))| n == 1 || sa == sb)
 }
 
 /// The lowest and one-past-highest byte offsets in the storage (dtypes of different sizes may
