@@ -304,14 +304,14 @@ mod tests {
 
     #[test]
     fn linear_half_pixel_weights() {
-        let t = linear_taps::<f64>(2, 4, None, false);
+        let t = linear_taps::<f64>(2, 4, None, false).unwrap();
         assert_eq!(t.index[2..4], [0, 1]);
         assert!((t.weight[2] - 0.75).abs() < 1e-12);
     }
 
     #[test]
     fn antialias_weights_sum_to_one() {
-        let t = antialias_taps::<f64>(10, 3, None, false, true);
+        let t = antialias_taps::<f64>(10, 3, None, false, true).unwrap();
         for j in 0..3 {
             let s: f64 = (0..t.count[j]).map(|k| t.weight[j * t.width + k]).sum();
             assert!((s - 1.0).abs() < 1e-12);
