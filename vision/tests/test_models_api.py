@@ -77,7 +77,7 @@ def test_num_classes_checked_against_weights():
 
 
 class _Loaded(Exception):
-    pass
+    """Raised by the stubbed loader to show it was reached."""
 
 
 def test_pretrained_legacy_interface(monkeypatch):

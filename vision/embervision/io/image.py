@@ -125,7 +125,7 @@ def _to_tensor(img, mode, apply_exif_orientation):
 
 
 class _ArrowSchema(ctypes.Structure):
-    pass
+    """Arrow C data interface schema; fields set below (the struct points to itself)."""
 
 
 _ArrowSchema._fields_ = [("format", ctypes.c_char_p), ("name", ctypes.c_char_p), ("metadata", ctypes.c_char_p),
@@ -135,7 +135,7 @@ _ArrowSchema._fields_ = [("format", ctypes.c_char_p), ("name", ctypes.c_char_p),
 
 
 class _ArrowArray(ctypes.Structure):
-    pass
+    """Arrow C data interface array; fields set below (the struct points to itself)."""
 
 
 _ArrowArray._fields_ = [("length", ctypes.c_int64), ("null_count", ctypes.c_int64), ("offset", ctypes.c_int64),
