@@ -1,0 +1,11 @@
+"""`ember.distributed`: torch.distributed's process groups and collectives on MPI (mpi4py with
+the MPICH wheel: `pip install 'ember[distributed]'`), for CPU processes.
+
+Start the processes with `python -m ember.distributed.run --nproc-per-node N script.py` (torchrun's
+interface) or `mpiexec -n N python script.py`, then call `init_process_group("mpi")` ("gloo" is
+accepted as an alias: both run on MPI). NCCL needs Ember's CUDA backend, which does not exist yet.
+See core-py/README.md for what works and what is not implemented."""
+from ember.distributed.distributed_c10d import *  # noqa: F403
+from ember.distributed.distributed_c10d import __all__ as _c10d_all
+
+__all__ = list(_c10d_all)

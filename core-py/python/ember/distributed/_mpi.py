@@ -1,0 +1,170 @@
+"""The MPI side of ember.distributed: importing mpi4py, and ember tensors seen as MPI buffers.
+
+Collectives work on the tensor's own memory (a NumPy view of it, or for bfloat16, which NumPy
+lacks, a uint16 view made from `data_ptr()`), so nothing is copied on the way in or out."""
+import ctypes
+import enum
+
+import numpy as np
+
+import ember
+
+try:
+    import mpi4py
+
+    # MPI_Finalize waits for every rank; after a failure the survivors must exit without it,
+    # so ember.distributed finalizes MPI itself (see _work.py) instead of mpi4py's atexit.
+    if "mpi4py.MPI" not in __import__("sys").modules:
+        mpi4py.rc.finalize = False
+    from mpi4py import MPI
+except ImportError:  # the `distributed` extra is not installed
+    MPI = None
+
+
+def require_mpi():
+    if MPI is None:
+        raise RuntimeError("ember.distributed needs mpi4py and an MPI library: pip install 'ember[distributed]' "
+                           "(mpi4py with the MPICH wheel)")
+    return MPI
+
+
+class ReduceOp:
+    """The reduction of all_reduce, reduce and reduce_scatter (torch.distributed.ReduceOp)."""
+
+    class RedOpType(enum.Enum):
+        SUM = 0
+        AVG = 1
+        PRODUCT = 2
+        MIN = 3
+        MAX = 4
+        BAND = 5
+        BOR = 6
+        BXOR = 7
+        PREMUL_SUM = 8
+        UNUSED = 9
+
+        def __repr__(self):
+            return f"<RedOpType.{self.name}: {self.value}>"
+
+    SUM = RedOpType.SUM
+    AVG = RedOpType.AVG
+    PRODUCT = RedOpType.PRODUCT
+    MIN = RedOpType.MIN
+    MAX = RedOpType.MAX
+    BAND = RedOpType.BAND
+    BOR = RedOpType.BOR
+    BXOR = RedOpType.BXOR
+    PREMUL_SUM = RedOpType.PREMUL_SUM
+    UNUSED = RedOpType.UNUSED
+
+
+# dtype code (sent in collective fingerprints), NumPy type of the buffer view
+DTYPES = {
+    ember.float32: (0, np.float32), ember.float64: (1, np.float64), ember.float16: (2, np.float16),
+    ember.bfloat16: (3, np.uint16), ember.int8: (4, np.int8), ember.int16: (5, np.int16),
+    ember.int32: (6, np.int32), ember.int64: (7, np.int64), ember.uint8: (8, np.uint8),
+    ember.bool: (9, np.bool_), ember.complex64: (10, np.complex64), ember.complex128: (11, np.complex128),
+}
+DTYPE_NAMES = {code: str(dtype) for dtype, (code, _) in DTYPES.items()}
+FLOATING = (ember.float32, ember.float64, ember.float16, ember.bfloat16)
+COMPLEX = (ember.complex64, ember.complex128)
+
+
+def dtype_code(tensor):
+    return DTYPES[tensor.dtype][0]
+
+
+def check_tensor(tensor, what):
+    if not isinstance(tensor, ember.Tensor):
+        raise TypeError(f"{what}: expected an ember.Tensor, but got {type(tensor).__name__}")
+    if tensor.dtype not in DTYPES:
+        raise TypeError(f"{what}: ember.distributed does not support {tensor.dtype} tensors")
+    if not tensor.is_contiguous():
+        raise ValueError(f"{what}: Tensors must be contiguous")
+
+
+def view(tensor):
+    """A flat NumPy array sharing the memory of a contiguous tensor."""
+    if tensor.dtype == ember.bfloat16:
+        n = tensor.numel()
+        if n == 0:
+            return np.empty(0, np.uint16)
+        raw = (ctypes.c_uint16 * n).from_address(tensor.data_ptr())
+        return np.frombuffer(raw, np.uint16)
+    return np.asarray(tensor.detach()).reshape(-1)
+
+
+def _bfloat16_to_float32(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _float32_to_bfloat16(values):
+    """Round to nearest even, as ember's own conversion (NaN stays NaN)."""
+    u = values.view(np.uint32)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
+
+
+def _bfloat16_op(combine):
+    def apply(inbuf, inoutbuf, datatype):
+        a = np.frombuffer(inbuf, np.uint16)
+        b = np.frombuffer(inoutbuf, np.uint16)
+        b[...] = _float32_to_bfloat16(combine(_bfloat16_to_float32(a), _bfloat16_to_float32(b)))
+    return apply
+
+
+_MPI_OPS = {}
+
+
+def mpi_op(op, dtype):
+    """The MPI reduction for `op` on `dtype` (AVG is a SUM divided afterwards)."""
+    base = ReduceOp.SUM if op == ReduceOp.AVG else op
+    if dtype == ember.bool:  # as torch: a sum or max of booleans is their OR
+        base = {ReduceOp.SUM: "LOR", ReduceOp.MAX: "LOR", ReduceOp.MIN: "LAND", ReduceOp.PRODUCT: "LAND",
+                ReduceOp.BAND: "BAND", ReduceOp.BOR: "BOR", ReduceOp.BXOR: "BXOR"}[base]
+        return getattr(MPI, base)
+    if dtype == ember.bfloat16:  # MPICH has no bfloat16 arithmetic: a user op over float32
+        key = ("bf16", base)
+        if key not in _MPI_OPS:
+            combine = {ReduceOp.SUM: np.add, ReduceOp.PRODUCT: np.multiply, ReduceOp.MIN: np.minimum,
+                       ReduceOp.MAX: np.maximum}[base]
+            _MPI_OPS[key] = MPI.Op.Create(_bfloat16_op(combine), commute=True)
+        return _MPI_OPS[key]
+    return {ReduceOp.SUM: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX,
+            ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[base]
+
+
+def check_reduce_op(op, dtype, what):
+    if not isinstance(op, ReduceOp.RedOpType):
+        raise TypeError(f"{what}: op must be a ReduceOp, but got {op!r}")
+    if op in (ReduceOp.PREMUL_SUM, ReduceOp.UNUSED):
+        raise NotImplementedError(f"{what}: ReduceOp.{op.name} is not supported by ember.distributed")
+    if op == ReduceOp.AVG and dtype not in FLOATING + COMPLEX:
+        raise ValueError(f"{what}: ReduceOp.AVG needs a floating point tensor, but got {dtype}")
+    if op in (ReduceOp.MIN, ReduceOp.MAX) and dtype in COMPLEX:
+        raise ValueError(f"{what}: ReduceOp.{op.name} is not defined for complex tensors")
+    if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and (dtype in FLOATING + COMPLEX):
+        raise ValueError(f"{what}: ReduceOp.{op.name} needs an integer or bool tensor, but got {dtype}")
+
+
+def _mpi_type(dtype):
+    """The MPI datatype where mpi4py cannot infer it from the NumPy view (bfloat16 travels as
+    16-bit words)."""
+    if dtype == ember.bfloat16:
+        return MPI.UINT16_T
+    if dtype == ember.float16:
+        return MPI.FLOAT16_T
+    return None
+
+
+def mpi_buffer(array, dtype):
+    """A buffer specification for mpi4py."""
+    kind = _mpi_type(dtype)
+    return array if kind is None else [array, kind]
+
+
+def mpi_vector(array, counts, displacements, dtype):
+    """A buffer specification with per-rank counts and displacements (the v-collectives)."""
+    spec = [array, (list(map(int, counts)), list(map(int, displacements)))]
+    kind = _mpi_type(dtype)
+    return spec if kind is None else spec + [kind]

@@ -1,0 +1,820 @@
+"""Process groups and collectives with torch.distributed's names and semantics, on MPI.
+
+Every collective first exchanges a small fingerprint of each rank's call (operation, dtype,
+shape, root, reduction), so mismatched calls raise a RuntimeError on every rank instead of
+corrupting memory or hanging; then it runs as a nonblocking MPI operation on the tensors' own
+memory (see _work.py for deadlines and failure notices)."""
+import datetime
+import os
+import pickle
+import warnings
+
+import numpy as np
+
+import ember
+from ember.distributed import _mpi
+from ember.distributed._mpi import ReduceOp, check_reduce_op, check_tensor, dtype_code, mpi_buffer, mpi_op, mpi_vector, view
+from ember.distributed._work import Channel, DistBackendError, DistError, Last, Work, completed_work, health
+
+default_pg_timeout = datetime.timedelta(minutes=30)
+_FINGERPRINT = 16  # int64 words: operation, reduction, dtype, root, numel, ndim, up to 10 dims
+_OPERATIONS = {}
+
+
+class Backend(str):
+    """A backend name: "mpi" (CPU processes), "gloo" (the same MPI engine, accepted so that
+    torch scripts run unchanged) or "nccl" (needs Ember's CUDA backend, which does not exist yet)."""
+
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    MPI = "mpi"
+
+    def __new__(cls, name):
+        if not isinstance(name, str):
+            raise ValueError(f"Backend name must be a string, but got: {name!r}")
+        value = name.lower()
+        if value not in (cls.GLOO, cls.NCCL, cls.MPI, cls.UNDEFINED):
+            raise ValueError(f"Invalid backend: '{name}' (ember.distributed has 'mpi', 'gloo' and 'nccl')")
+        return super().__new__(cls, value)
+
+
+class ProcessGroup:
+    """A set of ranks that run collectives together (the default group holds every rank)."""
+
+    def __init__(self, comm, ranks, backend, timeout, name):
+        self._channel = Channel(comm, timeout)
+        self._ranks = list(ranks)
+        self._backend = backend
+        self._timeout = timeout
+        self.group_name = name
+
+    def rank(self):
+        return self._channel.data.Get_rank()
+
+    def size(self):
+        return len(self._ranks)
+
+    def name(self):
+        return self._backend
+
+    def __repr__(self):
+        return f"<ProcessGroup {self.group_name} ranks={self._ranks} backend={self._backend}>"
+
+
+class GroupMember:
+    """`GroupMember.WORLD` is the default group; `NON_GROUP_MEMBER` is what new_group returns on
+    ranks outside the new group."""
+
+    WORLD = None
+    NON_GROUP_MEMBER = object()
+
+
+group = GroupMember
+
+
+class _State:
+    default = None
+    groups = []
+
+
+# ---- process groups ----
+
+def is_available():
+    """True when mpi4py and an MPI library are installed."""
+    return _mpi.MPI is not None
+
+
+def is_mpi_available():
+    return is_available()
+
+
+def is_gloo_available():
+    return is_available()
+
+
+def is_nccl_available():
+    return False
+
+
+def is_initialized():
+    """Whether the default process group is initialised."""
+    return _State.default is not None
+
+
+def _check_timeout(timeout):
+    if timeout is None:
+        return default_pg_timeout
+    if not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {type(timeout).__name__}")
+    return timeout
+
+
+def _env_int(name):
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"environment variable {name} must be an integer, but got {value!r}") from None
+
+
+def _check_launch(world, world_size, rank):
+    """MPI decides the ranks; explicit or environment values must agree with it."""
+    size, me = world.Get_size(), world.Get_rank()
+    hint = ("start the processes with `python -m ember.distributed.run --nproc-per-node N script.py` "
+            "or `mpiexec -n N python script.py`")
+    for what, given, actual in (("world_size", world_size, size), ("rank", rank, me),
+                                ("WORLD_SIZE", _env_int("WORLD_SIZE"), size), ("RANK", _env_int("RANK"), me)):
+        if given is not None and given != -1 and given != actual:
+            raise ValueError(f"init_process_group: {what} is {given}, but MPI started this process as rank {me} "
+                             f"of {size}; {hint}")
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
+                       group_name="", pg_options=None, device_id=None):
+    """Initialises the default process group over every process MPI started.
+
+    `backend` is "mpi" (the default for CPU tensors) or "gloo", which runs on the same MPI engine
+    so torch scripts port unchanged; "nccl" raises NotImplementedError until Ember has a CUDA
+    backend. MPI does the rendezvous, so `init_method` may only be "env://" (the default):
+    RANK/WORLD_SIZE and `rank`/`world_size`, when given, must match the ranks MPI assigned
+    (MASTER_ADDR/MASTER_PORT are not needed). `timeout` (default 30 minutes) bounds every
+    operation: past it, or as soon as another rank fails, operations raise DistBackendError."""
+    if _State.default is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    name = Backend(backend or Backend.MPI)
+    if name == Backend.NCCL:
+        raise NotImplementedError("init_process_group(backend='nccl') needs Ember's CUDA backend, which does not exist "
+                                  "yet; use backend='mpi' (or 'gloo') for CPU processes")
+    if name == Backend.UNDEFINED:
+        raise ValueError("init_process_group: backend 'undefined' cannot be initialised")
+    if init_method not in (None, "env://"):
+        raise NotImplementedError(f"init_process_group(init_method={init_method!r}): MPI does the rendezvous, "
+                                  "so only 'env://' is supported")
+    if store is not None:
+        raise NotImplementedError("init_process_group(store=...): MPI does the rendezvous; a store is not supported")
+    timeout = _check_timeout(timeout)
+    MPI = _mpi.require_mpi()
+    if not MPI.Is_initialized():
+        MPI.Init_thread()
+    world = MPI.COMM_WORLD
+    _check_launch(world, world_size, rank)
+    health.start(world)
+    _wait_for_everyone(world, timeout, "init_process_group")
+    _State.default = ProcessGroup(world, range(world.Get_size()), name, timeout, group_name or "default_pg")
+    GroupMember.WORLD = _State.default
+
+
+def _wait_for_everyone(comm, timeout, what):
+    """A barrier bounded by the timeout, so the blocking MPI call that follows cannot hang."""
+    channel = Channel.__new__(Channel)
+    channel.starting, channel.timeout = [], timeout
+
+    def steps():
+        yield Last(comm.Ibarrier())
+    Work(channel, what, steps()).wait()
+
+
+def destroy_process_group(group=None):
+    """Destroys `group`, or the default group and every group made from it."""
+    if _State.default is None:
+        raise ValueError("Default process group has not been initialized, please make sure to call init_process_group.")
+    if group is None or group is _State.default:
+        for pg in _State.groups + [_State.default]:
+            pg._channel.free()
+        _State.default, _State.groups = None, []
+        GroupMember.WORLD = None
+    elif group is not GroupMember.NON_GROUP_MEMBER:
+        group._channel.free()
+        _State.groups.remove(group)
+
+
+def _default():
+    if _State.default is None:
+        raise ValueError("Default process group has not been initialized, please make sure to call init_process_group.")
+    return _State.default
+
+
+def _resolve(group):
+    if group is None:
+        return _default()
+    _default()
+    if group is not GroupMember.NON_GROUP_MEMBER and not isinstance(group, ProcessGroup):
+        raise TypeError(f"group must be a ProcessGroup, but got {type(group).__name__}")
+    return group
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False, group_desc=None):
+    """A group of `ranks` (every rank by default). Every rank of the default group must call it,
+    members or not; ranks outside the group get GroupMember.NON_GROUP_MEMBER."""
+    world = _default()
+    size = world.size()
+    members = sorted(range(size) if ranks is None else ranks)
+    if len(set(members)) != len(members) or any(not isinstance(r, int) or r < 0 or r >= size for r in members):
+        raise ValueError(f"new_group: ranks must be distinct integers in [0, {size}), but got {ranks}")
+    if use_local_synchronization:
+        raise NotImplementedError("new_group(use_local_synchronization=True) is not supported: every rank calls new_group")
+    timeout = _check_timeout(timeout or world._timeout)
+    comm = world._channel.data
+    _wait_for_everyone(comm, timeout, "new_group")
+    me = comm.Get_rank()
+    sub = comm.Split(0 if me in members else _mpi.MPI.UNDEFINED, me)
+    if me not in members:
+        return GroupMember.NON_GROUP_MEMBER
+    pg = ProcessGroup(sub, members, Backend(backend or world._backend), timeout, group_desc or f"group_{len(_State.groups)}")
+    sub.Free()
+    _State.groups.append(pg)
+    return pg
+
+
+def get_rank(group=None):
+    """This process's rank in `group` (the default group when None); -1 outside it."""
+    pg = _resolve(group)
+    return -1 if pg is GroupMember.NON_GROUP_MEMBER else pg.rank()
+
+
+def get_world_size(group=None):
+    """The number of ranks in `group`; -1 outside it."""
+    pg = _resolve(group)
+    return -1 if pg is GroupMember.NON_GROUP_MEMBER else pg.size()
+
+
+def get_backend(group=None):
+    pg = _resolve(group)
+    if pg is GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("Invalid process group specified")
+    return pg._backend
+
+
+def get_process_group_ranks(group):
+    """The global ranks of `group`'s members, in group-rank order."""
+    return list(_resolve(group)._ranks)
+
+
+def get_global_rank(group, group_rank):
+    ranks = _resolve(group)._ranks
+    if not 0 <= group_rank < len(ranks):
+        raise ValueError(f"Group rank {group_rank} is not part of group {ranks}")
+    return ranks[group_rank]
+
+
+def get_group_rank(group, global_rank):
+    ranks = _resolve(group)._ranks
+    if global_rank not in ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {ranks}")
+    return ranks.index(global_rank)
+
+
+def _member(group, what):
+    """The group, or None (with torch's warning) when this rank is outside it."""
+    pg = _resolve(group)
+    if pg is GroupMember.NON_GROUP_MEMBER:
+        warnings.warn(f"Running {what} on global rank {get_rank()} which does not belong to the given group.", stacklevel=3)
+        return None
+    health.check()
+    return pg
+
+
+def _root(pg, global_rank, what):
+    if not isinstance(global_rank, int) or global_rank not in pg._ranks:
+        raise ValueError(f"{what}: rank {global_rank} is not a member of the group (ranks {pg._ranks})")
+    return pg._ranks.index(global_rank)
+
+
+# ---- running operations ----
+
+def _fingerprint(op_name, tensor=None, reduce_op=None, root=-1, extra=()):
+    record = np.zeros(_FINGERPRINT, np.int64)
+    record[0] = _OPERATIONS.setdefault(op_name, len(_OPERATIONS) + 1)
+    record[1] = -1 if reduce_op is None else reduce_op.value
+    record[3] = root
+    if tensor is not None:
+        shape = tuple(tensor.shape)
+        record[2], record[4], record[5] = dtype_code(tensor), tensor.numel(), len(shape)
+        record[6:6 + min(len(shape), 8)] = shape[:8]
+    record[14:14 + len(extra)] = extra
+    return record
+
+
+def _describe(record):
+    parts = [f"{_mpi.DTYPE_NAMES.get(int(record[2]), '?')} tensor of shape {[int(d) for d in record[6:6 + min(int(record[5]), 8)]]}"]
+    if record[1] >= 0:
+        parts.append(f"op {ReduceOp.RedOpType(int(record[1])).name}")
+    if record[3] >= 0:
+        parts.append(f"root {int(record[3])}")
+    names = {v: k for k, v in _OPERATIONS.items()}
+    return f"{names.get(int(record[0]), 'another operation')} with " + ", ".join(parts)
+
+
+def _check_fingerprints(pg, op_name, mine, everyone):
+    """Raises on every rank when the ranks' calls differ."""
+    if (everyone == mine).all():
+        return
+    calls = "; ".join(f"rank {pg._ranks[r]}: {_describe(row)}" for r, row in enumerate(everyone))
+    raise RuntimeError(f"{op_name}: the ranks called mismatched collectives ({calls}); every rank must call the same "
+                       "collective with tensors of the same shape and dtype")
+
+
+def _run(pg, op_name, steps, outputs=(), async_op=False, fingerprint=None):
+    """Starts an operation (its fingerprint check first) and waits unless `async_op`."""
+    if fingerprint is not None:
+        steps = _checked(pg, op_name, fingerprint, steps)
+    work = Work(pg._channel, op_name, steps, outputs)
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _checked(pg, op_name, mine, steps):
+    everyone = np.empty((pg.size(), _FINGERPRINT), np.int64)
+    yield pg._channel.meta.Iallgather(mine, everyone)
+    _check_fingerprints(pg, op_name, mine, everyone)
+    return (yield from steps)
+
+
+def _divide(tensor, n):
+    with ember.no_grad():
+        tensor.detach().div_(n)
+
+
+def _write(target, source):
+    with ember.no_grad():
+        target.detach().copy_(source)
+
+
+# ---- collectives ----
+
+def barrier(group=None, async_op=False, device_ids=None):
+    """Waits until every rank of the group reaches the barrier."""
+    pg = _member(group, "barrier")
+    if pg is None:
+        return None
+
+    def steps():
+        yield Last(pg._channel.data.Ibarrier())
+    return _run(pg, "barrier", steps(), async_op=async_op, fingerprint=_fingerprint("barrier"))
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces `tensor` across the group in place; every rank gets the result."""
+    check_tensor(tensor, "all_reduce")
+    check_reduce_op(op, tensor.dtype, "all_reduce")
+    pg = _member(group, "all_reduce")
+    if pg is None:
+        return None
+    buf = view(tensor)
+
+    def steps():
+        yield Last(pg._channel.data.Iallreduce(_mpi.MPI.IN_PLACE, mpi_buffer(buf, tensor.dtype), mpi_op(op, tensor.dtype)))
+        if op == ReduceOp.AVG:
+            _divide(tensor, pg.size())
+    return _run(pg, "all_reduce", steps(), [tensor], async_op, _fingerprint("all_reduce", tensor, op))
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    """Copies `tensor` from rank `src` (a global rank) to every rank of the group, in place."""
+    check_tensor(tensor, "broadcast")
+    pg = _member(group, "broadcast")
+    if pg is None:
+        return None
+    root = _root_of(pg, src, group_src, "broadcast")
+    buf = view(tensor)
+
+    def steps():
+        yield Last(pg._channel.data.Ibcast(mpi_buffer(buf, tensor.dtype), root=root))
+    return _run(pg, "broadcast", steps(), [tensor], async_op, _fingerprint("broadcast", tensor, root=root))
+
+
+def _root_of(pg, rank, group_rank, what):
+    if group_rank is not None:
+        if rank is not None:
+            raise ValueError(f"{what}: give either a global rank or group_src/group_dst, not both")
+        if not 0 <= group_rank < pg.size():
+            raise ValueError(f"{what}: group rank {group_rank} is out of range for a group of {pg.size()}")
+        return group_rank
+    return _root(pg, 0 if rank is None else rank, what)
+
+
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    """Reduces `tensor` across the group into rank `dst`'s tensor (the others keep theirs)."""
+    check_tensor(tensor, "reduce")
+    check_reduce_op(op, tensor.dtype, "reduce")
+    pg = _member(group, "reduce")
+    if pg is None:
+        return None
+    root = _root_of(pg, dst, group_dst, "reduce")
+    buf = view(tensor)
+    at_root = pg.rank() == root
+
+    def steps():
+        send = _mpi.MPI.IN_PLACE if at_root else mpi_buffer(buf, tensor.dtype)
+        recv = mpi_buffer(buf, tensor.dtype) if at_root else None
+        yield Last(pg._channel.data.Ireduce(send, recv, mpi_op(op, tensor.dtype), root=root))
+        if op == ReduceOp.AVG and at_root:
+            _divide(tensor, pg.size())
+    return _run(pg, "reduce", steps(), [tensor], async_op, _fingerprint("reduce", tensor, op, root))
+
+
+def _check_list(tensors, like, n, what):
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{what}: expected a list of tensors, but got {type(tensors).__name__}")
+    if len(tensors) != n:
+        raise ValueError(f"{what}: expected a list of {n} tensors (one per rank), but got {len(tensors)}")
+    for t in tensors:
+        check_tensor(t, what)
+        if t.dtype != like.dtype or tuple(t.shape) != tuple(like.shape):
+            raise ValueError(f"{what}: every tensor must have the dtype and shape of the input ({like.dtype}, "
+                             f"{list(like.shape)}), but got {t.dtype}, {list(t.shape)}")
+
+
+def _scatter_rows(rows, tensors):
+    for row, t in zip(rows, tensors):
+        view(t)[...] = row
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Fills `tensor_list[r]` with rank r's `tensor`."""
+    check_tensor(tensor, "all_gather")
+    pg = _member(group, "all_gather")
+    if pg is None:
+        return None
+    _check_list(tensor_list, tensor, pg.size(), "all_gather")
+    buf = view(tensor)
+    rows = np.empty((pg.size(), buf.size), buf.dtype)
+
+    def steps():
+        yield Last(pg._channel.data.Iallgather(mpi_buffer(buf, tensor.dtype), mpi_buffer(rows, tensor.dtype)))
+        _scatter_rows(rows, tensor_list)
+    return _run(pg, "all_gather", steps(), list(tensor_list), async_op, _fingerprint("all_gather", tensor))
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Gathers every rank's `input_tensor` into `output_tensor`, concatenated along dim 0 (or
+    stacked: output of shape [world_size, *input.shape])."""
+    check_tensor(input_tensor, "all_gather_into_tensor")
+    check_tensor(output_tensor, "all_gather_into_tensor")
+    pg = _member(group, "all_gather_into_tensor")
+    if pg is None:
+        return None
+    _check_multiple(output_tensor, input_tensor, pg.size(), "all_gather_into_tensor", "output_tensor")
+    out, inp = view(output_tensor), view(input_tensor)
+
+    def steps():
+        yield Last(pg._channel.data.Iallgather(mpi_buffer(inp, input_tensor.dtype), mpi_buffer(out, output_tensor.dtype)))
+    return _run(pg, "all_gather_into_tensor", steps(), [output_tensor], async_op,
+                _fingerprint("all_gather_into_tensor", input_tensor))
+
+
+def _check_multiple(big, small, n, what, name):
+    if big.dtype != small.dtype:
+        raise TypeError(f"{what}: the tensors must have the same dtype, but got {big.dtype} and {small.dtype}")
+    if big.numel() != n * small.numel():
+        raise ValueError(f"{what}: {name} must hold world_size ({n}) times the elements of the other tensor "
+                         f"({small.numel()}), but has {big.numel()}")
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces `input_list[r]` across ranks into rank r's `output`."""
+    check_tensor(output, "reduce_scatter")
+    check_reduce_op(op, output.dtype, "reduce_scatter")
+    pg = _member(group, "reduce_scatter")
+    if pg is None:
+        return None
+    _check_list(input_list, output, pg.size(), "reduce_scatter")
+    rows = np.concatenate([view(t) for t in input_list]) if pg.size() else None
+    return _reduce_scatter(pg, "reduce_scatter", output, rows, op, async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces `input` (world_size chunks along dim 0) across ranks; rank r's `output` gets
+    chunk r of the result."""
+    check_tensor(output, "reduce_scatter_tensor")
+    check_tensor(input, "reduce_scatter_tensor")
+    check_reduce_op(op, output.dtype, "reduce_scatter_tensor")
+    pg = _member(group, "reduce_scatter_tensor")
+    if pg is None:
+        return None
+    _check_multiple(input, output, pg.size(), "reduce_scatter_tensor", "input")
+    return _reduce_scatter(pg, "reduce_scatter_tensor", output, view(input), op, async_op)
+
+
+def _reduce_scatter(pg, name, output, rows, op, async_op):
+    out = view(output)
+
+    def steps():
+        yield Last(pg._channel.data.Ireduce_scatter_block(mpi_buffer(rows, output.dtype), mpi_buffer(out, output.dtype),
+                                                          mpi_op(op, output.dtype)))
+        if op == ReduceOp.AVG:
+            _divide(output, pg.size())
+    return _run(pg, name, steps(), [output], async_op, _fingerprint(name, output, op))
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    """Gathers every rank's `tensor` into `gather_list` on rank `dst`."""
+    check_tensor(tensor, "gather")
+    pg = _member(group, "gather")
+    if pg is None:
+        return None
+    root = _root_of(pg, dst, group_dst, "gather")
+    at_root = pg.rank() == root
+    if at_root:
+        _check_list(gather_list, tensor, pg.size(), "gather")
+    elif gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    buf = view(tensor)
+    rows = np.empty((pg.size(), buf.size), buf.dtype) if at_root else None
+
+    def steps():
+        recv = mpi_buffer(rows, tensor.dtype) if at_root else None
+        yield Last(pg._channel.data.Igather(mpi_buffer(buf, tensor.dtype), recv, root=root))
+        if at_root:
+            _scatter_rows(rows, gather_list)
+    return _run(pg, "gather", steps(), list(gather_list or []), async_op, _fingerprint("gather", tensor, root=root))
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    """Rank `src` sends `scatter_list[r]` to rank r, which receives it in `tensor`."""
+    check_tensor(tensor, "scatter")
+    pg = _member(group, "scatter")
+    if pg is None:
+        return None
+    root = _root_of(pg, src, group_src, "scatter")
+    at_root = pg.rank() == root
+    if at_root:
+        _check_list(scatter_list, tensor, pg.size(), "scatter")
+    elif scatter_list:
+        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    buf = view(tensor)
+    rows = np.concatenate([view(t) for t in scatter_list]) if at_root else None
+
+    def steps():
+        send = mpi_buffer(rows, tensor.dtype) if at_root else None
+        yield Last(pg._channel.data.Iscatter(send, mpi_buffer(buf, tensor.dtype), root=root))
+    return _run(pg, "scatter", steps(), [tensor], async_op, _fingerprint("scatter", tensor, root=root))
+
+
+def _row_elements(tensor):
+    return tensor.numel() // tensor.shape[0] if tensor.dim() and tensor.shape[0] else 0
+
+
+def _splits(tensor, sizes, n, what, name):
+    if tensor.dim() == 0:
+        raise ValueError(f"{what}: {name} must have at least one dimension")
+    if sizes is None:
+        if tensor.shape[0] % n:
+            raise ValueError(f"{what}: dim 0 of {name} ({tensor.shape[0]}) must divide by world_size ({n}) "
+                             "when no split sizes are given")
+        return [tensor.shape[0] // n] * n
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != n or any(s < 0 for s in sizes) or sum(sizes) != tensor.shape[0]:
+        raise ValueError(f"{what}: {name} split sizes must be {n} non-negative numbers adding up to dim 0 "
+                         f"({tensor.shape[0]}), but got {sizes}")
+    return sizes
+
+
+def _alltoallv(pg, name, send, send_counts, recv, recv_counts, dtype, finish=None):
+    """Exchanges the counts first, so a rank expecting a different amount than its peer sends raises."""
+    sent_to_me = np.empty(pg.size(), np.int64)
+    yield pg._channel.data.Ialltoall(np.asarray(send_counts, np.int64), sent_to_me)
+    if list(sent_to_me) != list(recv_counts):
+        raise RuntimeError(f"{name}: this rank expects {list(recv_counts)} elements from the ranks, but they send "
+                           f"{list(sent_to_me)}; the split sizes of the ranks do not match")
+    send_displ = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(int)
+    recv_displ = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(int)
+    send_msg = mpi_vector(send, send_counts, send_displ, dtype)
+    recv_msg = mpi_vector(recv, recv_counts, recv_displ, dtype)
+    yield Last(pg._channel.data.Ialltoallv(send_msg, recv_msg))
+    if finish is not None:
+        finish()
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False):
+    """Rank i sends chunk j of `input` (split along dim 0) to rank j, which stores it as chunk i
+    of `output`; chunks are equal unless split sizes are given."""
+    check_tensor(output, "all_to_all_single")
+    check_tensor(input, "all_to_all_single")
+    if output.dtype != input.dtype:
+        raise TypeError(f"all_to_all_single: output and input must have the same dtype, got {output.dtype} and {input.dtype}")
+    pg = _member(group, "all_to_all_single")
+    if pg is None:
+        return None
+    n = pg.size()
+    send_rows = _splits(input, input_split_sizes, n, "all_to_all_single", "input")
+    recv_rows = _splits(output, output_split_sizes, n, "all_to_all_single", "output")
+    if tuple(output.shape[1:]) != tuple(input.shape[1:]):
+        raise ValueError(f"all_to_all_single: output and input must have the same shape past dim 0, but got "
+                         f"{list(output.shape)} and {list(input.shape)}")
+    row = max(_row_elements(input), _row_elements(output))
+    steps = _alltoallv(pg, "all_to_all_single", view(input), [s * row for s in send_rows], view(output),
+                       [s * row for s in recv_rows], input.dtype)
+    return _run(pg, "all_to_all_single", steps, [output], async_op,
+                _fingerprint("all_to_all_single", None, extra=[dtype_code(input), row]))
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """Rank i sends `input_tensor_list[j]` to rank j, which receives it in `output_tensor_list[i]`."""
+    pg = _member(group, "all_to_all")
+    if pg is None:
+        return None
+    n = pg.size()
+    for name, tensors in (("output_tensor_list", output_tensor_list), ("input_tensor_list", input_tensor_list)):
+        if not isinstance(tensors, (list, tuple)) or len(tensors) != n:
+            raise ValueError(f"all_to_all: {name} must be a list of {n} tensors (one per rank)")
+        for t in tensors:
+            check_tensor(t, "all_to_all")
+    dtypes = {t.dtype for t in list(output_tensor_list) + list(input_tensor_list)}
+    if len(dtypes) != 1:
+        raise TypeError(f"all_to_all: every tensor must have the same dtype, but got {sorted(map(str, dtypes))}")
+    dtype = dtypes.pop()
+    send = np.concatenate([view(t) for t in input_tensor_list])
+    recv = np.empty(sum(t.numel() for t in output_tensor_list), send.dtype)
+
+    def finish():
+        start = 0
+        for t in output_tensor_list:
+            view(t)[...] = recv[start:start + t.numel()]
+            start += t.numel()
+    steps = _alltoallv(pg, "all_to_all", send, [t.numel() for t in input_tensor_list], recv,
+                       [t.numel() for t in output_tensor_list], dtype, finish)
+    return _run(pg, "all_to_all", steps, list(output_tensor_list), async_op,
+                _fingerprint("all_to_all", None, extra=[_mpi.DTYPES[dtype][0]]))
+
+
+# ---- point to point ----
+
+def _check_tag(tag):
+    if not isinstance(tag, int) or tag < 0 or tag > _mpi.MPI.COMM_WORLD.Get_attr(_mpi.MPI.TAG_UB):
+        raise ValueError(f"tag must be a non-negative integer no larger than MPI's TAG_UB, but got {tag!r}")
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Sends `tensor` to rank `dst` asynchronously; returns a Work."""
+    check_tensor(tensor, "isend")
+    _check_tag(tag)
+    pg = _member(group, "isend")
+    if pg is None:
+        return None
+    peer = _root_of_peer(pg, dst, group_dst, "send")
+    buf = view(tensor)
+
+    def steps():
+        yield Last(pg._channel.data.Isend(mpi_buffer(buf, tensor.dtype), dest=peer, tag=tag))
+    return Work(pg._channel, "send", steps(), [tensor])
+
+
+def _root_of_peer(pg, rank, group_rank, what):
+    peer = _root_of(pg, rank, group_rank, what)
+    if peer == pg.rank():
+        raise ValueError(f"Invalid destination rank: {what} to or from the calling rank itself")
+    return peer
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receives into `tensor` from rank `src` (any rank when None) asynchronously; the Work's
+    `source_rank()` tells which rank sent it."""
+    check_tensor(tensor, "irecv")
+    _check_tag(tag)
+    pg = _member(group, "irecv")
+    if pg is None:
+        return None
+    peer = _mpi.MPI.ANY_SOURCE if src is None and group_src is None else _root_of_peer(pg, src, group_src, "recv")
+    buf = view(tensor)
+    expected = buf.nbytes
+
+    def steps():
+        try:
+            status = yield Last(pg._channel.data.Irecv(mpi_buffer(buf, tensor.dtype), source=peer, tag=tag))
+        except _mpi.MPI.Exception as error:
+            raise RuntimeError(f"recv: the message is larger than the receiving tensor ({expected} bytes): {error}") from None
+        got = status.Get_count(_mpi.MPI.BYTE)
+        if got != expected:
+            raise RuntimeError(f"recv: received {got} bytes from rank {pg._ranks[status.Get_source()]}, but the "
+                               f"tensor holds {expected}; the sent and received tensors must match")
+        return pg._ranks[status.Get_source()]
+    return Work(pg._channel, "recv", steps(), [tensor])
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Sends `tensor` to rank `dst` and waits until it has gone."""
+    work = isend(tensor, dst, group, tag, group_dst)
+    if work is not None:
+        work.wait()
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receives into `tensor` from `src` (any rank when None); returns the sender's rank."""
+    work = irecv(tensor, src, group, tag, group_src)
+    if work is None:
+        return -1
+    work.wait()
+    return work.source_rank()
+
+
+class P2POp:
+    """One send or receive for batch_isend_irecv: `P2POp(dist.isend, tensor, peer)`."""
+
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        if op not in (isend, irecv):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``ember.distributed.isend`` or "
+                             "``ember.distributed.irecv``.")
+        self.op, self.tensor, self.peer, self.group, self.tag, self.group_peer = op, tensor, peer, group, tag, group_peer
+
+
+def batch_isend_irecv(p2p_op_list):
+    """Starts every send and receive of the list; returns their Works."""
+    if not isinstance(p2p_op_list, (list, tuple)) or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``ember.distributed.P2POp``.")
+    return [p.op(p.tensor, p.peer, p.group, p.tag, p.group_peer) for p in p2p_op_list]
+
+
+# ---- Python objects ----
+
+def _pickle(obj):
+    return np.frombuffer(pickle.dumps(obj), np.uint8)
+
+
+def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+    """Replaces `object_list`'s items on every rank with rank `src`'s (pickled; only use it with
+    trusted ranks, as torch)."""
+    pg = _member(group, "broadcast_object_list")
+    if pg is None:
+        return
+    if not isinstance(object_list, list):
+        raise TypeError(f"broadcast_object_list: object_list must be a list, but got {type(object_list).__name__}")
+    root = _root_of(pg, src, group_src, "broadcast_object_list")
+    payload = _pickle(list(object_list)) if pg.rank() == root else None
+
+    def steps():
+        size = np.array([0 if payload is None else payload.size], np.int64)
+        yield pg._channel.data.Ibcast(size, root=root)
+        data = payload if payload is not None else np.empty(int(size[0]), np.uint8)
+        yield Last(pg._channel.data.Ibcast(data, root=root))
+        received = pickle.loads(data.tobytes())
+        if len(received) != len(object_list):
+            raise ValueError(f"broadcast_object_list: rank {src} sent {len(received)} objects, but this rank's list "
+                             f"holds {len(object_list)}")
+        object_list[:] = received
+    _run(pg, "broadcast_object_list", steps(), fingerprint=_fingerprint("broadcast_object_list", root=root,
+                                                                         extra=[len(object_list)]))
+
+
+def _gather_objects(pg, obj, root=None):
+    """Steps that gather every rank's pickled `obj` (to all ranks, or to `root`); returns the list."""
+    payload = _pickle(obj)
+    sizes = np.empty(pg.size(), np.int64)
+    yield pg._channel.data.Iallgather(np.array([payload.size], np.int64), sizes)
+    receiving = root is None or pg.rank() == root
+    data = np.empty(int(sizes.sum()) if receiving else 0, np.uint8)
+    displs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int)
+    if root is None:
+        yield Last(pg._channel.data.Iallgatherv(payload, [data, (list(sizes), list(displs))]))
+    else:
+        recv = [data, (list(sizes), list(displs))] if receiving else None
+        yield Last(pg._channel.data.Igatherv(payload, recv, root=root))
+    if not receiving:
+        return None
+    return [pickle.loads(data[d:d + s].tobytes()) for d, s in zip(displs, sizes)]
+
+
+def all_gather_object(object_list, obj, group=None):
+    """Fills `object_list[r]` with rank r's `obj` (pickled; only with trusted ranks)."""
+    pg = _member(group, "all_gather_object")
+    if pg is None:
+        return
+    if not isinstance(object_list, list) or len(object_list) != pg.size():
+        raise ValueError(f"all_gather_object: object_list must be a list of world_size ({pg.size()}) items")
+
+    def steps():
+        object_list[:] = yield from _gather_objects(pg, obj)
+    _run(pg, "all_gather_object", steps(), fingerprint=_fingerprint("all_gather_object"))
+
+
+def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    """Gathers every rank's `obj` into `object_gather_list` on rank `dst`."""
+    pg = _member(group, "gather_object")
+    if pg is None:
+        return
+    root = _root_of(pg, dst, group_dst, "gather_object")
+    if pg.rank() == root and (not isinstance(object_gather_list, list) or len(object_gather_list) != pg.size()):
+        raise ValueError(f"gather_object: object_gather_list must be a list of world_size ({pg.size()}) items on the "
+                         "destination rank")
+
+    def steps():
+        gathered = yield from _gather_objects(pg, obj, root)
+        if gathered is not None:
+            object_gather_list[:] = gathered
+    _run(pg, "gather_object", steps(), fingerprint=_fingerprint("gather_object", root=root))
+
+
+__all__ = [
+    "Backend", "DistBackendError", "DistError", "GroupMember", "P2POp", "ProcessGroup", "ReduceOp", "Work",
+    "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single",
+    "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list", "default_pg_timeout",
+    "destroy_process_group", "gather", "gather_object", "get_backend", "get_global_rank", "get_group_rank",
+    "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group", "irecv",
+    "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "isend",
+    "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send",
+]
