@@ -63,7 +63,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if len(inputs) == 0:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     retain = create_graph if retain_graph is None else retain_graph
-    _C._run_backward(tensors, grads, bool(retain), bool(create_graph), inputs)
+    with graph.backward_pass():
+        _C._run_backward(tensors, grads, bool(retain), bool(create_graph), inputs)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True, allow_unused=None,
@@ -82,7 +83,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     inputs_list = _tensors(inputs, "grad(): inputs")
     grads = _grads(grad_outputs, outputs, "grad_outputs")
     retain = create_graph if retain_graph is None else retain_graph
-    result = _C._run_grad(outputs, inputs_list, grads, bool(retain), bool(create_graph), bool(allow_unused))
+    with graph.backward_pass():
+        result = _C._run_grad(outputs, inputs_list, grads, bool(retain), bool(create_graph), bool(allow_unused))
     if materialize_grads:
         result = [_C.zeros(tuple(i.shape), i.dtype) if g is None else g for g, i in zip(result, inputs_list)]
     return tuple(result)

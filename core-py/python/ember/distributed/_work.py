@@ -123,7 +123,8 @@ class Channel:
             work = self.starting[0]
             if not work._advance():
                 return
-            self.starting.pop(0)
+            if self.starting and self.starting[0] is work:  # a nested progress (a callback's wait) may have
+                self.starting.pop(0)
 
     def free(self):
         for comm in (self.data, self.meta):
@@ -165,10 +166,8 @@ class Work:
             self._request, self._status = request, MPI.Status()
         except StopIteration as stop:
             self._request, self._started_all, self._done, self._value = None, True, True, stop.value
-            self._resolve()
         except BaseException as error:
             self._request, self._started_all, self._done, self._exception = None, True, True, error
-            self._resolve()
 
     def _advance(self):
         """(The oldest starting work only.) Tests the current request and starts the next one
@@ -189,7 +188,9 @@ class Work:
         return self._done
 
     def _resolve(self):
-        if self._future is not None:
+        """Sets the future. Only waiting does this, never background progress: its callbacks may
+        start collectives, which must happen at the same point of the program on every rank."""
+        if self._future is not None and not self._future.done():
             if self._exception is not None:
                 self._future.set_exception(self._exception)
             else:
@@ -210,6 +211,7 @@ class Work:
                                 f"(it died, hangs, or runs a different sequence of collectives)")
             if spins > 256:
                 os.sched_yield()  # MPI progresses only when tested; yield the core between tests
+        self._resolve()
         if self._exception is not None:
             raise self._exception
         return True
@@ -236,17 +238,14 @@ class Work:
         """A Future holding `result()` once the operation finishes; waiting on it drives the work."""
         if self._future is None:
             self._future = Future(driver=self.wait)
-            if self._done:
-                self._resolve()
         return self._future
 
     def __repr__(self):
         return f"<Work {self._name} {'completed' if self._done else 'pending'}>"
 
 
-def completed_work(channel, name, outputs=(), value=None):
-    """A Work with nothing to send (a group of one rank, an empty tensor)."""
-    def steps():
-        return value
-        yield
-    return Work(channel, name, steps(), outputs)
+def progress(channel):
+    """Lets MPI move the group's running operations forward and starts their next requests
+    (DistributedDataParallel calls it between gradient hooks)."""
+    channel.progress()
+    health.check()  # testing the failure-notice receive also drives MPI's progress engine

@@ -14,7 +14,7 @@ import numpy as np
 import ember
 from ember.distributed import _mpi
 from ember.distributed._mpi import ReduceOp, check_reduce_op, check_tensor, dtype_code, mpi_buffer, mpi_op, mpi_vector, view
-from ember.distributed._work import Channel, DistBackendError, DistError, Last, Work, completed_work, health
+from ember.distributed._work import Channel, DistBackendError, DistError, Last, Work, health
 
 default_pg_timeout = datetime.timedelta(minutes=30)
 _FINGERPRINT = 16  # int64 words: operation, reduction, dtype, root, numel, ndim, up to 10 dims

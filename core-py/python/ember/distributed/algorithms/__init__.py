@@ -1,0 +1,1 @@
+"""`ember.distributed.algorithms`: DistributedDataParallel's communication hooks."""
