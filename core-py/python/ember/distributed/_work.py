@@ -158,9 +158,12 @@ class Work:
         if not self._started_all:
             channel.starting.append(self)
 
-    def _next(self, status):
+    def _next(self, status, error=None):
         try:
-            request = self._steps.send(status) if status is not None else next(self._steps)
+            if error is not None:
+                request = self._steps.throw(error)
+            else:
+                request = self._steps.send(status) if status is not None else next(self._steps)
             if isinstance(request, Last):
                 request, self._started_all = request.request, True
             self._request, self._status = request, MPI.Status()
@@ -172,9 +175,17 @@ class Work:
     def _advance(self):
         """(The oldest starting work only.) Tests the current request and starts the next one
         when it is done. True once every request has started (the last may still be running)."""
-        while not self._started_all and self._request.Test(self._status):
+        while not self._started_all and self._test():
             self._next(self._status)
         return self._started_all
+
+    def _test(self):
+        """Whether the current request is done; an MPI error is thrown into the operation's steps."""
+        try:
+            return self._request.Test(self._status)
+        except MPI.Exception as error:
+            self._next(None, RuntimeError(f"{self._name}: MPI reported an error: {error.Get_error_string()}"))
+            return False
 
     def _poll(self):
         if self._done:
@@ -183,7 +194,7 @@ class Work:
             self._channel.progress()
             if self in self._channel.starting:
                 return False
-        if not self._done and self._request.Test(self._status):
+        if not self._done and self._test():
             self._next(self._status)
         return self._done
 

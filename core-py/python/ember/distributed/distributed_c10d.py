@@ -289,6 +289,7 @@ def _fingerprint(op_name, tensor=None, reduce_op=None, root=-1, extra=()):
     record = np.zeros(_FINGERPRINT, np.int64)
     record[0] = _OPERATIONS.setdefault(op_name, len(_OPERATIONS) + 1)
     record[1] = -1 if reduce_op is None else reduce_op.value
+    record[2] = -1
     record[3] = root
     if tensor is not None:
         shape = tuple(tensor.shape)
@@ -299,13 +300,16 @@ def _fingerprint(op_name, tensor=None, reduce_op=None, root=-1, extra=()):
 
 
 def _describe(record):
-    parts = [f"{_mpi.DTYPE_NAMES.get(int(record[2]), '?')} tensor of shape {[int(d) for d in record[6:6 + min(int(record[5]), 8)]]}"]
+    parts = []
+    if record[2] >= 0:
+        shape = [int(d) for d in record[6:6 + min(int(record[5]), 8)]]
+        parts.append(f"{_mpi.DTYPE_NAMES[int(record[2])]} tensor of shape {shape}")
     if record[1] >= 0:
         parts.append(f"op {ReduceOp.RedOpType(int(record[1])).name}")
     if record[3] >= 0:
         parts.append(f"root {int(record[3])}")
     names = {v: k for k, v in _OPERATIONS.items()}
-    return f"{names.get(int(record[0]), 'another operation')} with " + ", ".join(parts)
+    return names.get(int(record[0]), "another operation") + (" with " + ", ".join(parts) if parts else "")
 
 
 def _check_fingerprints(pg, op_name, mine, everyone):
@@ -576,12 +580,13 @@ def _splits(tensor, sizes, n, what, name):
 
 
 def _alltoallv(pg, name, send, send_counts, recv, recv_counts, dtype, finish=None):
-    """Exchanges the counts first, so a rank expecting a different amount than its peer sends raises."""
-    sent_to_me = np.empty(pg.size(), np.int64)
-    yield pg._channel.data.Ialltoall(np.asarray(send_counts, np.int64), sent_to_me)
-    if list(sent_to_me) != list(recv_counts):
-        raise RuntimeError(f"{name}: this rank expects {list(recv_counts)} elements from the ranks, but they send "
-                           f"{list(sent_to_me)}; the split sizes of the ranks do not match")
+    """Every rank first learns every rank's send and receive counts, so a mismatch raises on all."""
+    n = pg.size()
+    table = np.empty((n, 2, n), np.int64)
+    yield pg._channel.data.Iallgather(np.array([send_counts, recv_counts], np.int64), table)
+    if not (table[:, 0, :] == table[:, 1, :].T).all():
+        raise RuntimeError(f"{name}: the split sizes of the ranks do not match: rank i sends rank j "
+                           f"{table[:, 0, :].tolist()}[i][j] elements, but rank j expects {table[:, 1, :].T.tolist()}[i][j]")
     send_displ = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(int)
     recv_displ = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(int)
     send_msg = mpi_vector(send, send_counts, send_displ, dtype)
@@ -687,8 +692,9 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     def steps():
         try:
             status = yield Last(pg._channel.data.Irecv(mpi_buffer(buf, tensor.dtype), source=peer, tag=tag))
-        except _mpi.MPI.Exception as error:
-            raise RuntimeError(f"recv: the message is larger than the receiving tensor ({expected} bytes): {error}") from None
+        except RuntimeError as error:
+            raise RuntimeError(f"recv: the message is larger than the receiving tensor ({expected} bytes); the sent "
+                               f"and received tensors must match ({error})") from None
         got = status.Get_count(_mpi.MPI.BYTE)
         if got != expected:
             raise RuntimeError(f"recv: received {got} bytes from rank {pg._ranks[status.Get_source()]}, but the "

@@ -1,0 +1,84 @@
+"""ember.distributed in real MPI jobs: each suite of distributed_checks.py runs once on 2 and once
+on 3 processes, started through `python -m ember.distributed.run` (so the launcher is under test
+too), and every check becomes one test here. Skipped when mpi4py is not installed."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("mpi4py")
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import distributed_checks  # noqa: E402  (lists the checks; importing it starts no MPI)
+
+JOB_SECONDS = 150
+
+
+def run_job(suite, processes, out_dir):
+    """Runs one MPI job of the suite; returns (exit code, output)."""
+    command = [sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", str(processes),
+               str(HERE / "distributed_checks.py"), suite, str(out_dir)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=JOB_SECONDS, env=dict(os.environ))
+    return done.returncode, done.stdout + done.stderr
+
+
+_jobs = {}
+
+
+def suite_results(suite, processes, tmp_path_factory):
+    """Every rank's outcome of every check, from one job per (suite, processes)."""
+    key = (suite, processes)
+    if key not in _jobs:
+        out_dir = tmp_path_factory.mktemp(f"{suite}{processes}")
+        code, output = run_job(suite, processes, out_dir)
+        results = out_dir / "results.json"
+        _jobs[key] = json.loads(results.read_text()) if code == 0 and results.exists() else output
+    got = _jobs[key]
+    if isinstance(got, str):
+        pytest.fail(f"the {suite} job on {processes} processes failed:\n{got[-6000:]}")
+    return got
+
+
+CASES = [(suite, name, n) for suite in ("collectives", "ddp") for name in distributed_checks.CHECKS[suite] for n in (2, 3)]
+
+
+@pytest.mark.parametrize("suite,name,processes", CASES, ids=[f"{s}-{c}-{n}ranks" for s, c, n in CASES])
+def test_check(suite, name, processes, tmp_path_factory):
+    outcomes = suite_results(suite, processes, tmp_path_factory)
+    failures = {rank: o[name] for rank, o in enumerate(outcomes) if o[name] != "ok"}
+    assert not failures, "\n".join(f"rank {r}:\n{text}" for r, text in failures.items())
+
+
+def _failure_job(kind, tmp_path):
+    code, output = run_job(kind, 3, tmp_path)
+    assert code != 0, "a failed rank must make the job fail"
+    reports = {p.name: p.read_text() for p in tmp_path.glob("rank*.json")}
+    assert sorted(reports) == ["rank0.json", "rank2.json"], output[-4000:]
+    return {k: json.loads(v) for k, v in reports.items()}
+
+
+def test_a_rank_that_raises_makes_the_others_fail_at_once(tmp_path):
+    for report in _failure_job("raise", tmp_path).values():
+        # the failure notice, not the (60 s) timeout, ended the wait
+        assert report.startswith("rank 1 failed: ValueError: rank one gave up"), report
+        assert "then: the process group is unusable" in report
+
+
+def test_a_rank_that_dies_makes_the_others_time_out(tmp_path):
+    for report in _failure_job("kill", tmp_path).values():
+        assert report.startswith("all_reduce timed out after 3 s"), report
+        assert "then: the process group is unusable" in report
+
+
+def test_launcher_refuses_what_it_cannot_do():
+    from ember.distributed import run
+    with pytest.raises(NotImplementedError, match="one node"):
+        run.main(["--nnodes", "2", "x.py"])
+    with pytest.raises(ValueError, match="nproc-per-node"):
+        run.main(["--nproc-per-node", "0", "x.py"])
+    cmd = run.command(run._parser().parse_args(["--nproc-per-node", "2", "train.py", "--lr", "1"]))
+    assert cmd.count("RANK") == 2 and cmd[-2:] == ["--lr", "1"] and "-disable-auto-cleanup" in cmd
