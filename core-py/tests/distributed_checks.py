@@ -331,7 +331,7 @@ def _same_params(got, want, tol=1e-5):
         close(g, w, tol)
 
 
-@check("ddp")
+@check("training")
 def ddp_matches_single_process_training():
     from ember.nn.parallel import DistributedDataParallel as DDP
     r, n = rank_world()
@@ -344,7 +344,7 @@ def ddp_matches_single_process_training():
     assert len(DDP(_mlp(), bucket_cap_mb=0.0005)._buckets) > 2
 
 
-@check("ddp")
+@check("training")
 def ddp_no_sync_accumulates_locally():
     import ember.distributed as dist
     from ember.nn.parallel import DistributedDataParallel as DDP
@@ -365,7 +365,7 @@ def ddp_no_sync_accumulates_locally():
         close(p.grad.numpy() / 2, q.grad.numpy(), 1e-5)  # two half-batch means accumulated
 
 
-@check("ddp")
+@check("training")
 def ddp_unused_parameters():
     from ember.nn.parallel import DistributedDataParallel as DDP
     r, n = rank_world()
@@ -391,7 +391,7 @@ def ddp_unused_parameters():
     expect(RuntimeError, lambda: strict(x, use_b=True).sum().backward(), "find_unused_parameters", "never.weight")
 
 
-@check("ddp")
+@check("training")
 def ddp_broadcast_buffers_and_model_check():
     from ember.nn.parallel import DistributedDataParallel as DDP
     r, n = rank_world()
@@ -407,7 +407,7 @@ def ddp_broadcast_buffers_and_model_check():
     expect(RuntimeError, lambda: DDP(ember.nn.Linear(3, 2 + r)), "same model")
 
 
-@check("ddp")
+@check("training")
 def ddp_comm_hooks_match_plain_averaging():
     from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
     from ember.nn.parallel import DistributedDataParallel as DDP
@@ -423,7 +423,7 @@ def ddp_comm_hooks_match_plain_averaging():
         _same_params(got, want, tol)
 
 
-@check("ddp")
+@check("training")
 def ddp_powersgd_converges():
     import ember.distributed as dist
     from ember.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
@@ -446,7 +446,7 @@ def ddp_powersgd_converges():
 
 # ---- ZeroRedundancyOptimizer ----
 
-@check("ddp")
+@check("training")
 def zero_matches_plain_adam_and_consolidates():
     import ember.distributed as dist
     from ember.distributed.optim import ZeroRedundancyOptimizer
@@ -480,6 +480,120 @@ def zero_matches_plain_adam_and_consolidates():
         p = fresh.optim.param_groups[0]["params"][0]
         i = [id(q) for q in ddp.parameters()].index(id(p))
         close(fresh.optim.state[p]["exp_avg"].numpy(), holder[0]["state"][i]["exp_avg"].numpy())
+
+
+# ---- FullyShardedDataParallel ----
+
+def _fsdp_model(seed=0, dropout=0.0):
+    ember.manual_seed(seed)
+    nn = ember.nn
+    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Sequential(nn.Linear(16, 16), nn.Dropout(dropout), nn.Tanh()),
+                         nn.Linear(16, 3))
+
+
+def _fsdp_train(model, x, y, steps, opt=None):
+    opt = opt or ember.optim.Adam(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        opt.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        opt.step()
+    return opt
+
+
+@check("training")
+def fsdp_matches_single_process_training():
+    import functools
+    from ember.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+    from ember.distributed.fsdp.wrap import ModuleWrapPolicy, size_based_auto_wrap_policy
+    r, n = rank_world()
+    x, y = _data(8 * n)
+    ref = _fsdp_model()
+    _fsdp_train(ref, x, y, 4)
+    want = ref.state_dict()
+    total = sum(p.numel() for p in _fsdp_model().parameters())
+    for strategy in ShardingStrategy.FULL_SHARD, ShardingStrategy.SHARD_GRAD_OP, ShardingStrategy.NO_SHARD:
+        for policy, units in ((None, 1), (functools.partial(size_based_auto_wrap_policy, min_num_params=200), 2),
+                              (ModuleWrapPolicy([ember.nn.Linear]), 4)):
+            model = FSDP(_fsdp_model(seed=r), sharding_strategy=strategy, auto_wrap_policy=policy,
+                         sync_module_states=True)
+            flat = list(model.parameters())
+            assert len(flat) == units, (strategy, len(flat))
+            if strategy != ShardingStrategy.NO_SHARD and policy is None:
+                assert flat[0].numel() == -(-total // n)
+            _fsdp_train(model, _shard(x), _shard(y), 4)
+            got = model.state_dict()
+            assert list(got) == list(want) or sorted(got) == sorted(want), (list(got), list(want))
+            for k in want:
+                close(got[k].numpy(), want[k].numpy(), 1e-5)
+
+
+@check("training")
+def fsdp_full_shard_recomputes_with_the_same_random_state():
+    from ember.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+    r, n = rank_world()
+    x, y = _data(8 * n)
+    results = []
+    for strategy in ShardingStrategy.FULL_SHARD, ShardingStrategy.SHARD_GRAD_OP:
+        model = FSDP(_fsdp_model(dropout=0.5), sharding_strategy=strategy)
+        ember.manual_seed(100 + r)
+        _fsdp_train(model, _shard(x), _shard(y), 3)
+        results.append(model.state_dict())
+    for k in results[0]:
+        close(results[0][k].numpy(), results[1][k].numpy(), 1e-6)
+
+
+@check("training")
+def fsdp_mixed_precision():
+    from ember.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision
+    r, n = rank_world()
+    x, y = _data(8 * n)
+    ref = _fsdp_model()
+    _fsdp_train(ref, x, y, 3)
+    model = FSDP(_fsdp_model(), mixed_precision=MixedPrecision(param_dtype=ember.bfloat16, reduce_dtype=ember.float32))
+    _fsdp_train(model, _shard(x), _shard(y), 3)
+    assert all(p.dtype == ember.float32 for p in model.parameters())
+    got, want = model.state_dict(), ref.state_dict()
+    for k in want:
+        close(got[k].numpy(), want[k].numpy(), 0.05)
+
+
+@check("training")
+def fsdp_state_dicts_and_sharded_resume():
+    import tempfile
+    from ember.distributed.fsdp import (FullStateDictConfig, FullyShardedDataParallel as FSDP, StateDictType)
+    from ember.distributed.fsdp.wrap import ModuleWrapPolicy
+    r, n = rank_world()
+    x, y = _data(8 * n)
+    policy = ModuleWrapPolicy([ember.nn.Linear])
+    straight = FSDP(_fsdp_model(), auto_wrap_policy=policy)
+    _fsdp_train(straight, _shard(x), _shard(y), 5)
+    first = FSDP(_fsdp_model(), auto_wrap_policy=policy)
+    opt = _fsdp_train(first, _shard(x), _shard(y), 3)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, f"rank{r}.pt")
+        with FSDP.state_dict_type(first, StateDictType.SHARDED_STATE_DICT):
+            ember.save({"model": first.state_dict(), "optim": opt.state_dict()}, path)
+        checkpoint = ember.load(path)
+    assert all("_flat_param" in k for k in checkpoint["model"])
+    resumed = FSDP(_fsdp_model(seed=7), auto_wrap_policy=policy)
+    with FSDP.state_dict_type(resumed, StateDictType.SHARDED_STATE_DICT):
+        resumed.load_state_dict(checkpoint["model"])
+    opt = ember.optim.Adam(resumed.parameters(), lr=0.01)
+    opt.load_state_dict(checkpoint["optim"])
+    _fsdp_train(resumed, _shard(x), _shard(y), 2, opt)
+    want, got = straight.state_dict(), resumed.state_dict()
+    for k in want:
+        close(got[k].numpy(), want[k].numpy(), 1e-6)
+    # a full state dict loads into the plain module, and back into a fresh FSDP model
+    plain = _fsdp_model(seed=3)
+    plain.load_state_dict(want)
+    again = FSDP(_fsdp_model(seed=9), auto_wrap_policy=policy)
+    again.load_state_dict(want)
+    for k, v in again.state_dict().items():
+        close(v.numpy(), want[k].numpy(), 0)
+    with FSDP.state_dict_type(again, StateDictType.FULL_STATE_DICT, FullStateDictConfig(rank0_only=True)):
+        assert (len(again.state_dict()) > 0) == (r == 0)
+    expect(RuntimeError, lambda: again.load_state_dict({"bogus": ember.zeros(1)}), "unexpected keys")
 
 
 # ---- failures (each its own job) ----
@@ -522,7 +636,7 @@ def main():
         return failure_run(suite, out_dir)
     import ember.distributed as dist
     expect(NotImplementedError, lambda: dist.init_process_group("nccl"), "CUDA")
-    dist.init_process_group("gloo" if suite == "ddp" else "mpi", timeout=datetime.timedelta(seconds=30))
+    dist.init_process_group("gloo" if suite == "training" else "mpi", timeout=datetime.timedelta(seconds=30))
     expect(ValueError, lambda: dist.init_process_group("mpi"), "twice")
     r, n = rank_world()
     outcomes = {}

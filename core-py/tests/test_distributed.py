@@ -43,7 +43,7 @@ def suite_results(suite, processes, tmp_path_factory):
     return got
 
 
-CASES = [(suite, name, n) for suite in ("collectives", "ddp") for name in distributed_checks.CHECKS[suite] for n in (2, 3)]
+CASES = [(suite, name, n) for suite in ("collectives", "training") for name in distributed_checks.CHECKS[suite] for n in (2, 3)]
 
 
 @pytest.mark.parametrize("suite,name,processes", CASES, ids=[f"{s}-{c}-{n}ranks" for s, c, n in CASES])

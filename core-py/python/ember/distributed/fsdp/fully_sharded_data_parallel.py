@@ -342,9 +342,12 @@ class FullyShardedDataParallel(Module):
             with FullyShardedDataParallel.summon_full_params(self, writeback=False):
                 out = OrderedDict((prefix + k, v.detach().clone()) for k, v in _full_names(self).items())
             if self._state_dict_config.rank0_only and dist.get_rank(self.process_group) != 0:
-                return OrderedDict()
+                out = OrderedDict()
+            if destination is not None:  # called by a parent module's state_dict
+                destination.update(out)
+                return destination
             return out
-        return OrderedDict((prefix + k, v.detach().clone()) for k, v in super().state_dict().items())
+        return super().state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Loads what `state_dict()` saved under the same state dict type."""
