@@ -596,6 +596,51 @@ def fsdp_state_dicts_and_sharded_resume():
     expect(RuntimeError, lambda: again.load_state_dict({"bogus": ember.zeros(1)}), "unexpected keys")
 
 
+# ---- pipeline parallelism ----
+
+@check("training")
+def pipeline_schedules_match_unsplit_training():
+    from ember.distributed.pipelining import Schedule1F1B, ScheduleGPipe, SplitPoint, pipeline
+    r, n = rank_world()
+    x, y = _data(16)
+
+    def model():
+        ember.manual_seed(0)
+        layers = [ember.nn.Linear(6, 8), ember.nn.Tanh()]
+        for _ in range(n - 1):
+            layers += [ember.nn.Linear(8, 8), ember.nn.Tanh()]
+        return ember.nn.Sequential(*layers, ember.nn.Linear(8, 3))
+
+    def mse(out, target):
+        return ((out - target) ** 2).mean()
+    ref = model()
+    want, _ = _train(ref, x, y, 3, ember.optim.SGD(ref.parameters(), lr=0.1))
+    split = {str(2 * k): SplitPoint.BEGINNING for k in range(1, n)}
+    per_stage = [len(list(pipeline(model(), split_spec=split).get_stage_module(k).parameters())) for k in range(n)]
+    first = sum(per_stage[:r])
+    for schedule_class in ScheduleGPipe, Schedule1F1B:
+        pipe = pipeline(model(), (x[:4],), split_spec=split)
+        assert pipe.num_stages == n
+        stage = pipe.build_stage(r)
+        schedule = schedule_class(stage, n_microbatches=4, loss_fn=mse)
+        opt = ember.optim.SGD(stage.submod.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            losses = []
+            out = schedule.step(x, target=y, losses=losses) if r == 0 else schedule.step(target=y, losses=losses)
+            assert (out is not None) == (r == n - 1) and len(losses) == (4 if r == n - 1 else 0)
+            opt.step()
+        got = [p.detach().numpy() for p in stage.submod.parameters()]
+        _same_params(got, want[first:first + per_stage[r]])
+    with ember.no_grad():
+        out = schedule.step(x) if r == 0 else schedule.step()
+    if r == n - 1:
+        with ember.no_grad():
+            close(out.numpy(), ref(x).numpy(), 1e-5)
+    expect(NotImplementedError, lambda: pipeline(ember.nn.Linear(2, 2)), "Sequential")
+
+
+
 # ---- failures (each its own job) ----
 
 def _timeout_group(seconds):
