@@ -294,6 +294,38 @@ def mismatched_collectives_raise_on_every_rank():
     assert t.tolist() == [float(n)] * 2
 
 
+# ---- emberdata on the process group ----
+
+@check("collectives")
+def emberdata_ranks_come_from_the_process_group():
+    import ember.distributed as dist
+    from emberdata import DistributedSampler
+    from emberdata.dataloader2 import DataLoader2, DistributedReadingService
+    from emberdata.datapipes.iter import IterableWrapper
+    r, n = rank_world()
+    saved = {k: os.environ.pop(k, None) for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    try:
+        sampler = DistributedSampler(list(range(10)), shuffle=False)
+        assert (sampler.num_replicas, sampler.rank) == (n, r)
+        padded = list(range(10)) + list(range((-10) % n))  # padded by repeating from the start, as torch
+        assert list(sampler) == padded[r::n]
+        # rank r holds 5 + r items: every rank stops when the shortest shard runs out
+        pipe = IterableWrapper(list(range(5 * n + n * (n - 1) // 2))).shuffle().sharding_filter()
+        loader = DataLoader2(pipe, reading_service=DistributedReadingService())
+        mine = list(loader)
+        everyone = [None] * n
+        dist.all_gather_object(everyone, mine)
+        assert len({len(e) for e in everyone}) == 1
+        flat = [v for e in everyone for v in e]
+        assert len(flat) == len(set(flat)), "ranks must get disjoint shards"
+        loader.shutdown()
+    finally:
+        for k, v in saved.items():
+            if v is not None:
+                os.environ[k] = v
+
+
+
 # ---- DistributedDataParallel ----
 
 def _mlp(seed=0, hidden=16):

@@ -18,6 +18,7 @@ import weakref
 
 from emberdata import _shm, _worker
 from emberdata._collate import default_collate, default_convert
+from emberdata._dist import process_group
 from emberdata._seed import draw_seed
 from emberdata.dataset import IterableDataset
 from emberdata.datapipes._base import IterDataPipe, MapDataPipe, picklable_function
@@ -40,7 +41,11 @@ def _identity(x):
 
 
 def _env_sharding():
-    """(world_size, rank) from WORLD_SIZE/RANK, else a single process."""
+    """(world_size, rank) of the process group when one is initialised, else from WORLD_SIZE/RANK,
+    else a single process."""
+    dist = process_group()
+    if dist is not None:
+        return dist.get_world_size(), dist.get_rank()
     world, rank = os.environ.get("WORLD_SIZE"), os.environ.get("RANK")
     if world is None or rank is None:
         return 1, 0
@@ -101,7 +106,7 @@ class DataLoader:
     and the workers' base seed all come from `generator`, or from ember's default generator, so
     `ember.manual_seed` reproduces a run; each epoch draws new ones. Worker `i` is seeded with
     `base_seed + i` (Python's `random`, NumPy and ember). DataPipes are sharded across
-    `WORLD_SIZE * num_workers` shards (rank and world size from RANK/WORLD_SIZE) after shuffling,
+    `WORLD_SIZE * num_workers` shards (rank and world size from the process group, else RANK/WORLD_SIZE) after shuffling,
     so each sample is seen exactly once per epoch. `pin_memory` has nothing to pin on CPU and warns.
     """
 

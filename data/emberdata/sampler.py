@@ -4,6 +4,7 @@ import os
 
 import ember
 
+from emberdata._dist import process_group
 from emberdata._seed import draw_seed
 
 
@@ -140,8 +141,8 @@ def _env_int(name):
     value = os.environ.get(name)
     if value is None:
         raise RuntimeError(
-            f"DistributedSampler: {name} is not set; pass num_replicas and rank, or set RANK and WORLD_SIZE "
-            "(Ember has no process group yet, so the environment is where ranks come from)"
+            f"DistributedSampler: {name} is not set; pass num_replicas and rank, initialise the process group "
+            "(ember.distributed.init_process_group), or set RANK and WORLD_SIZE"
         )
     return int(value)
 
@@ -150,12 +151,16 @@ class DistributedSampler(Sampler):
     """Each of `num_replicas` ranks gets its own slice of the (shuffled) indices.
 
     The permutation is seeded by `seed + epoch`: call `set_epoch` each epoch for a new order that
-    every rank shares. Without `num_replicas`/`rank`, they come from WORLD_SIZE/RANK.
+    every rank shares. Without `num_replicas`/`rank`, they come from the process group when one is
+    initialised (ember.distributed), else from WORLD_SIZE/RANK.
     """
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
-        num_replicas = _env_int("WORLD_SIZE") if num_replicas is None else num_replicas
-        rank = _env_int("RANK") if rank is None else rank
+        dist = process_group()
+        if num_replicas is None:
+            num_replicas = dist.get_world_size() if dist is not None else _env_int("WORLD_SIZE")
+        if rank is None:
+            rank = dist.get_rank() if dist is not None else _env_int("RANK")
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
         self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank

@@ -2,6 +2,9 @@
 import itertools
 import os
 
+import ember
+
+from emberdata._dist import process_group
 from emberdata.datapipes._base import IterDataPipe
 from emberdata.datapipes.graph_settings import apply_sharding, apply_shuffle_seed
 from emberdata.dataloader2.store import DEFAULT_TIMEOUT_S, store_from_env
@@ -94,21 +97,29 @@ def _env_rank():
 
 
 class DistributedReadingService(ReadingServiceInterface):
-    """Shards the graph across ranks (RANK, WORLD_SIZE from the environment) in this process.
+    """Shards the graph across ranks in this process.
 
-    Every epoch rank 0's shuffle seed is shared through the store, so all ranks shuffle alike
-    before sharding, and a fullsync step makes all ranks stop together when the first one runs out
-    (so no rank waits forever in a collective). The store is a TCPStore that rank 0 serves at
-    MASTER_ADDR:MASTER_PORT, or a FileStore in the folder EMBERDATA_STORE when that is set (see
-    `store.store_from_env`). `timeout` bounds every wait, in seconds.
+    Every epoch rank 0's shuffle seed is shared, so all ranks shuffle alike before sharding, and a
+    fullsync step makes all ranks stop together when the first one runs out (so no rank waits
+    forever in a collective). When the training script has initialised the process group
+    (ember.distributed), ranks come from it and the seed and votes travel through its collectives
+    (bounded by the group's timeout). Otherwise RANK and WORLD_SIZE come from the environment and
+    they travel through a store: a TCPStore that rank 0 serves at MASTER_ADDR:MASTER_PORT, or a
+    FileStore in the folder EMBERDATA_STORE when that is set (see `store.store_from_env`);
+    `timeout` bounds every wait on it, in seconds.
     """
 
     _instances = itertools.count()
 
     def __init__(self, timeout=DEFAULT_TIMEOUT_S):
         self.timeout = timeout
-        self.rank, self.world_size = _env_rank()
-        self._store = store_from_env(self.rank, self.world_size, timeout)
+        self._dist = process_group()
+        if self._dist is not None:
+            self.rank, self.world_size = self._dist.get_rank(), self._dist.get_world_size()
+            self._store = None
+        else:
+            self.rank, self.world_size = _env_rank()
+            self._store = store_from_env(self.rank, self.world_size, timeout)
         # Ranks build their services in the same order, so the nth one of each rank shares keys.
         self._prefix = f"drs{next(self._instances)}"
         self._epoch = 0
@@ -122,7 +133,11 @@ class DistributedReadingService(ReadingServiceInterface):
         """Every rank shuffles with rank 0's `seed` this epoch, then keeps its shard."""
         self._epoch += 1
         key = f"{self._prefix}/seed/{self._epoch}"
-        if self.rank == 0:
+        if self._dist is not None:
+            shared = [seed]
+            self._dist.broadcast_object_list(shared, src=0)
+            seed = shared[0]
+        elif self.rank == 0:
             self._store.set(key, str(seed))
         else:
             seed = int(self._store.get(key, self.timeout))
@@ -131,6 +146,10 @@ class DistributedReadingService(ReadingServiceInterface):
 
     def vote(self, step, has_data):
         """Publishes this rank's vote for `step`; True when every rank has a sample for it."""
+        if self._dist is not None:
+            vote = ember.tensor([1 if has_data else 0], dtype=ember.uint8)
+            self._dist.all_reduce(vote, self._dist.ReduceOp.MIN)
+            return bool(vote.item())
         base = f"{self._prefix}/sync/{self._epoch}/{step}"
         self._store.set(f"{base}/{self.rank}", b"1" if has_data else b"0")
         votes = [self._store.get(f"{base}/{r}", self.timeout) for r in range(self.world_size)]
@@ -140,6 +159,8 @@ class DistributedReadingService(ReadingServiceInterface):
         return all(v == b"1" for v in votes)
 
     def finalize(self):
+        if self._dist is not None:
+            return
         # Rank 0 may serve the TCPStore: it must not exit before every rank has read its last vote.
         done = f"{self._prefix}/finalized"
         self._store.set(f"{done}/{self.rank}", b"1")
