@@ -82,3 +82,12 @@ def test_launcher_refuses_what_it_cannot_do():
         run.main(["--nproc-per-node", "0", "x.py"])
     cmd = run.command(run._parser().parse_args(["--nproc-per-node", "2", "train.py", "--lr", "1"]))
     assert cmd.count("RANK") == 2 and cmd[-2:] == ["--lr", "1"] and "-disable-auto-cleanup" in cmd
+
+
+def test_training_example_runs_on_two_processes(tmp_path):
+    example = HERE.parents[1] / "examples" / "distributed_training.py"
+    saved = tmp_path / "weights.pt"
+    done = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", str(example),
+                           "--epochs", "2", "--save", str(saved)], capture_output=True, text=True, timeout=JOB_SECONDS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "epoch 1: mean loss over 2 ranks" in done.stdout and saved.exists()
