@@ -4,6 +4,7 @@ Collectives work on the tensor's own memory (a NumPy view of it, or for bfloat16
 lacks, a uint16 view made from `data_ptr()`), so nothing is copied on the way in or out."""
 import ctypes
 import enum
+import sys
 
 import numpy as np
 
@@ -12,9 +13,11 @@ import ember
 try:
     import mpi4py
 
-    # MPI_Finalize waits for every rank; after a failure the survivors must exit without it,
-    # so ember.distributed finalizes MPI itself (see _work.py) instead of mpi4py's atexit.
-    if "mpi4py.MPI" not in __import__("sys").modules:
+    # Importing ember.distributed starts nothing: init_process_group initialises MPI. And
+    # MPI_Finalize waits for every rank, so after a failure the survivors must exit without it:
+    # ember.distributed finalizes MPI itself (see _work.py) instead of mpi4py's atexit.
+    if "mpi4py.MPI" not in sys.modules:
+        mpi4py.rc.initialize = False
         mpi4py.rc.finalize = False
     from mpi4py import MPI
 except ImportError:  # the `distributed` extra is not installed
