@@ -7,11 +7,3 @@ from ember.nn.modules.module import Module  # noqa: F401
 from ember.nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from ember.nn import utils  # noqa: F401
 
-
-def __getattr__(name):
-    # `nn.parallel` (DistributedDataParallel) loads on first use, as `torch.nn.parallel` is reachable
-    # from `torch.nn`; importing it eagerly would import ember.distributed with every `ember.nn`.
-    if name == "parallel":
-        import importlib
-        return importlib.import_module("ember.nn.parallel")
-    raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")
