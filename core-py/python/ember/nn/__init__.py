@@ -6,4 +6,3 @@ from ember.nn.modules import *  # noqa: F401,F403
 from ember.nn.modules.module import Module  # noqa: F401
 from ember.nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from ember.nn import utils  # noqa: F401
-
