@@ -53,23 +53,26 @@ def test_check(suite, name, processes, tmp_path_factory):
     assert not failures, "\n".join(f"rank {r}:\n{text}" for r, text in failures.items())
 
 
-def _failure_job(kind, tmp_path):
-    code, output = run_job(kind, 3, tmp_path)
+def _failure_job(kind, processes, tmp_path):
+    code, output = run_job(kind, processes, tmp_path)
     assert code != 0, "a failed rank must make the job fail"
-    reports = {p.name: p.read_text() for p in tmp_path.glob("rank*.json")}
-    assert sorted(reports) == ["rank0.json", "rank2.json"], output[-4000:]
-    return {k: json.loads(v) for k, v in reports.items()}
+    reports = {p.name: json.loads(p.read_text()) for p in tmp_path.glob("rank*.json")}
+    survivors = [f"rank{r}.json" for r in range(processes) if r != 1]
+    assert sorted(reports) == survivors, output[-4000:]
+    return reports
 
 
 def test_a_rank_that_raises_makes_the_others_fail_at_once(tmp_path):
-    for report in _failure_job("raise", tmp_path).values():
+    for report in _failure_job("raise", 3, tmp_path).values():
         # the failure notice, not the (60 s) timeout, ended the wait
         assert report.startswith("rank 1 failed: ValueError: rank one gave up"), report
         assert "then: the process group is unusable" in report
 
 
 def test_a_rank_that_dies_makes_the_others_time_out(tmp_path):
-    for report in _failure_job("kill", tmp_path).values():
+    # Two processes: with three, MPICH itself may abort the job or block inside a test call when
+    # a peer dies mid-collective (then the watchdog ends the process); both end the job too.
+    for report in _failure_job("kill", 2, tmp_path).values():
         assert report.startswith("all_reduce timed out after 3 s"), report
         assert "then: the process group is unusable" in report
 

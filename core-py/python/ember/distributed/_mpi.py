@@ -119,22 +119,30 @@ def _bfloat16_op(combine):
 _MPI_OPS = {}
 
 
+def _mpi_ops():
+    """{ReduceOp: MPI op}; for bool, sums and maxima are ORs, as in torch."""
+    plain = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
+             ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}
+    boolean = {ReduceOp.SUM: MPI.LOR, ReduceOp.MAX: MPI.LOR, ReduceOp.MIN: MPI.LAND, ReduceOp.PRODUCT: MPI.LAND,
+               ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}
+    return plain, boolean
+
+
 def mpi_op(op, dtype):
     """The MPI reduction for `op` on `dtype` (AVG is a SUM divided afterwards)."""
-    base = ReduceOp.SUM if op == ReduceOp.AVG else op
-    if dtype == ember.bool:  # as torch: a sum or max of booleans is their OR
-        base = {ReduceOp.SUM: "LOR", ReduceOp.MAX: "LOR", ReduceOp.MIN: "LAND", ReduceOp.PRODUCT: "LAND",
-                ReduceOp.BAND: "BAND", ReduceOp.BOR: "BOR", ReduceOp.BXOR: "BXOR"}[base]
-        return getattr(MPI, base)
+    if not _MPI_OPS:
+        _MPI_OPS["plain"], _MPI_OPS["bool"] = _mpi_ops()
+    if dtype == ember.bool:
+        return _MPI_OPS["bool"][op]
     if dtype == ember.bfloat16:  # MPICH has no bfloat16 arithmetic: a user op over float32
+        base = ReduceOp.SUM if op == ReduceOp.AVG else op
         key = ("bf16", base)
         if key not in _MPI_OPS:
             combine = {ReduceOp.SUM: np.add, ReduceOp.PRODUCT: np.multiply, ReduceOp.MIN: np.minimum,
                        ReduceOp.MAX: np.maximum}[base]
             _MPI_OPS[key] = MPI.Op.Create(_bfloat16_op(combine), commute=True)
         return _MPI_OPS[key]
-    return {ReduceOp.SUM: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX,
-            ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[base]
+    return _MPI_OPS["plain"][op]
 
 
 def check_reduce_op(op, dtype, what):

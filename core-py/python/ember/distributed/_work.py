@@ -18,18 +18,23 @@ creation order: a work starts its next request only when every older work of the
 started all of its own (`Channel.progress`).
 
 After a failure MPI cannot be used any more (MPI_Finalize itself would wait for the dead rank), so
-the process exits without finalizing MPI."""
+the process exits without finalizing MPI. When a peer dies hard, MPICH sometimes blocks inside a
+test call itself (it keeps trying to reach the dead process), where no deadline check can run: a
+watchdog thread then reports the stuck operation on stderr and ends the process, GRACE_S seconds
+after its deadline."""
 import atexit
 import os
 import sys
+import threading
 import time
-import traceback
 
 from ember.distributed._mpi import MPI
 from ember.futures import Future
 
 _ABORT_TAG = 7
 _NOTICE_BYTES = 4096
+GRACE_S = 5.0
+_FINALIZE_S = 30.0
 
 
 class DistError(RuntimeError):
@@ -49,11 +54,14 @@ class _Health:
         self.notice = None       # the pending receive of a notice
         self.notice_buffer = None
         self.previous_excepthook = None
+        self.waiting = None      # (deadline, operation) of the wait running now, for the watchdog
 
     def start(self, world):
         if self.control is not None:
             return
         self.control = world.Dup()
+        threading.Thread(target=self._watch, args=(world.Get_rank(),), name="ember.distributed watchdog",
+                         daemon=True).start()
         self.notice_buffer = bytearray(_NOTICE_BYTES)
         self.notice = self.control.Irecv([self.notice_buffer, MPI.BYTE], source=MPI.ANY_SOURCE, tag=_ABORT_TAG)
         self.previous_excepthook = sys.excepthook
@@ -76,6 +84,16 @@ class _Health:
         if self.failure is None:
             self.failure = message
         raise DistBackendError(message)
+
+    def _watch(self, rank):
+        """Ends the process when a wait is stuck inside MPI well past its deadline."""
+        while True:
+            time.sleep(0.5)
+            waiting = self.waiting
+            if waiting is not None and time.monotonic() > waiting[0] + GRACE_S:
+                os.write(2, (f"ember.distributed: rank {rank}: {waiting[1]} is blocked inside MPI {GRACE_S:g} s past "
+                             "its timeout (a peer process probably died); exiting\n").encode())
+                os._exit(1)
 
     def _excepthook(self, kind, value, tb):
         self.previous_excepthook(kind, value, tb)
@@ -102,6 +120,7 @@ class _Health:
             self.notice.Cancel()
             self.notice.Wait()
         if MPI.Is_initialized() and not MPI.Is_finalized():
+            self.waiting = (time.monotonic() + _FINALIZE_S, "MPI_Finalize")  # a rank that died unseen blocks it
             MPI.Finalize()
 
 
@@ -212,6 +231,17 @@ class Work:
         the group's timeout or `timeout`, or another rank's failure); returns True."""
         limit = self._channel.timeout if timeout is None else timeout
         deadline = self._started + limit.total_seconds()
+        outer, health.waiting = health.waiting, (deadline, self._name)
+        try:
+            self._wait_until(deadline, limit)
+        finally:
+            health.waiting = outer
+        self._resolve()
+        if self._exception is not None:
+            raise self._exception
+        return True
+
+    def _wait_until(self, deadline, limit):
         spins = 0
         while not self._poll():
             spins += 1
@@ -222,10 +252,6 @@ class Work:
                                 f"(it died, hangs, or runs a different sequence of collectives)")
             if spins > 256:
                 os.sched_yield()  # MPI progresses only when tested; yield the core between tests
-        self._resolve()
-        if self._exception is not None:
-            raise self._exception
-        return True
 
     def is_completed(self):
         """Whether the operation has finished (one test; it never blocks)."""
