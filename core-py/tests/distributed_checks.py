@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import sys
-import time
 import traceback
 import warnings
 
@@ -96,6 +95,9 @@ def all_reduce_writes_through_views_and_parameters():
     expect(TypeError, lambda: dist.all_reduce(base, op="sum"), "ReduceOp")
     expect(ValueError, lambda: dist.all_reduce(ember.ones(2, dtype=ember.int64), dist.ReduceOp.AVG), "AVG")
     expect(TypeError, lambda: dist.all_reduce(np.ones(3)), "ember.Tensor")
+    from mpi4py import MPI
+    from ember.distributed import distributed_c10d
+    expect(ValueError, lambda: distributed_c10d._check_launch(MPI.COMM_WORLD, n + 1, -1), "world_size", "mpiexec")
 
 
 @check("collectives")

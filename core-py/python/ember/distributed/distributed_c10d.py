@@ -348,13 +348,13 @@ def _checked(pg, op_name, mine, steps):
 
 
 def _divide(tensor, n):
-    with ember.no_grad():
-        tensor.detach().div_(n)
-
-
-def _write(target, source):
-    with ember.no_grad():
-        target.detach().copy_(source)
+    """In place, through the NumPy view (bfloat16, which NumPy lacks, through ember)."""
+    if tensor.dtype == ember.bfloat16:
+        with ember.no_grad():
+            tensor.detach().div_(n)
+    else:
+        array = view(tensor)
+        np.divide(array, n, out=array)
 
 
 # ---- collectives ----

@@ -166,6 +166,10 @@ class DistributedDataParallel(Module):
     # ---- forward ----
 
     def forward(self, *inputs, **kwargs):
+        if self._in_pass:
+            raise RuntimeError("Expected to have finished reduction in the prior iteration before starting a new one: "
+                               "the previous backward pass stopped before DistributedDataParallel averaged its "
+                               "gradients (it raised), so the ranks may no longer agree")
         if self.broadcast_buffers and dist.get_world_size(self.process_group) > 1:
             src = dist.get_global_rank(self.process_group, 0)
             with ember.no_grad():
