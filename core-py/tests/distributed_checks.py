@@ -562,6 +562,25 @@ def fsdp_matches_single_process_training():
 
 
 @check("training")
+def fsdp_clip_grad_norm_matches_the_unsharded_model():
+    from ember.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from ember.distributed.fsdp.wrap import ModuleWrapPolicy
+    r, n = rank_world()
+    x, y = _data(8 * n)
+    ref = _fsdp_model()
+    ((ref(x) - y) ** 2).mean().backward()
+    want = ember.nn.utils.clip_grad_norm_(ref.parameters(), 0.1)
+    model = FSDP(_fsdp_model(), auto_wrap_policy=ModuleWrapPolicy([ember.nn.Linear]))
+    ((model(_shard(x)) - _shard(y)) ** 2).mean().backward()
+    got = model.clip_grad_norm_(0.1)
+    close(got.item(), want.item(), 1e-5)
+    ember.optim.SGD(model.parameters(), lr=1.0).step()
+    ember.optim.SGD(ref.parameters(), lr=1.0).step()
+    for k, v in ref.state_dict().items():
+        close(model.state_dict()[k].numpy(), v.numpy(), 1e-5)
+
+
+@check("training")
 def fsdp_full_shard_recomputes_with_the_same_random_state():
     from ember.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
     r, n = rank_world()

@@ -315,6 +315,37 @@ class FullyShardedDataParallel(Module):
         dist.all_gather_into_tensor(full, shard.contiguous(), group=self.process_group)
         return full
 
+    # ---- gradient clipping ----
+
+    def clip_grad_norm_(self, max_norm, norm_type=2.0):
+        """Clips the gradients of every unit in place so that their total norm (over all ranks'
+        shards, padding excluded) is at most `max_norm`; returns the total norm before clipping.
+        Call it on the root unit, on every rank."""
+        norm_type = float(norm_type)
+        shards = [u._flat_param.grad[:max(0, min(u._chunk, u._numel - u._shard_start()))]
+                  for u in _units(self) if u._flat_param.grad is not None]
+        if norm_type == float("inf"):
+            local = max([float(g.abs().max()) for g in shards if g.numel()] or [0.0])
+            total = ember.tensor([local], dtype=ember.float64)
+            dist.all_reduce(total, dist.ReduceOp.MAX, group=self.process_group)
+            norm = float(total.item())
+        else:
+            local = sum(float((g.double().abs() ** norm_type).sum()) for g in shards)
+            total = ember.tensor([local], dtype=ember.float64)
+            if self._world > 1:
+                dist.all_reduce(total, group=self.process_group)
+            norm = float(total.item()) ** (1.0 / norm_type)
+        coefficient = max_norm / (norm + 1e-6)
+        if coefficient < 1:
+            with ember.no_grad():
+                for u in _units(self):
+                    if u._flat_param.grad is not None:
+                        u._flat_param.grad.mul_(coefficient)
+        return ember.tensor(norm)
+
+    def _shard_start(self):
+        return 0 if self._world == 1 else dist.get_rank(self.process_group) * self._chunk
+
     # ---- state dicts ----
 
     @staticmethod
