@@ -18,7 +18,11 @@ from ember.distributed._work import Channel, DistBackendError, DistError, Last, 
 
 default_pg_timeout = datetime.timedelta(minutes=30)
 _FINGERPRINT = 16  # int64 words: operation, reduction, dtype, root, numel, ndim, up to 10 dims
-_OPERATIONS = {}
+# Fixed codes (the same on every rank whatever it ran first) for the fingerprints.
+_OPERATIONS = {name: code for code, name in enumerate((
+    "barrier", "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+    "reduce_scatter_tensor", "gather", "scatter", "all_to_all", "all_to_all_single", "broadcast_object_list",
+    "all_gather_object", "gather_object"), start=1)}
 _FINGERPRINTS = {}
 
 
@@ -218,7 +222,9 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if use_local_synchronization:
         raise NotImplementedError("new_group(use_local_synchronization=True) is not supported: every rank calls new_group")
     timeout = _check_timeout(timeout or world._timeout)
-    comm = world._channel.data
+    # On `meta`, whose collectives all start in program order (`data` may still have requests of
+    # asynchronous operations to start).
+    comm = world._channel.meta
     _wait_for_everyone(comm, timeout, "new_group")
     me = comm.Get_rank()
     sub = comm.Split(0 if me in members else _mpi.MPI.UNDEFINED, me)
@@ -293,7 +299,7 @@ def _fingerprint(op_name, tensor=None, reduce_op=None, root=-1, extra=()):
     record = _FINGERPRINTS.get(key)
     if record is None:
         record = np.zeros(_FINGERPRINT, np.int64)
-        record[0] = _OPERATIONS.setdefault(op_name, len(_OPERATIONS) + 1)
+        record[0] = _OPERATIONS[op_name]
         record[1] = -1 if reduce_op is None else reduce_op.value
         record[2] = -1
         record[3] = root
