@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 import warnings
 
@@ -707,15 +708,17 @@ def _report(out_dir, rank, outcome):
 
 
 def failure_run(kind, out_dir):
-    """Rank 1 raises (or is killed); the others must get a clear DistBackendError."""
+    """Rank 1 raises, hangs or is killed; the others must get a clear DistBackendError."""
     import ember.distributed as dist
-    _timeout_group(3 if kind == "kill" else 60)
+    _timeout_group(60 if kind == "raise" else 2)
     r = dist.get_rank()
     dist.barrier()
     if r == 1:
         if kind == "raise":
             raise ValueError("rank one gave up")
-        os.kill(os.getpid(), signal.SIGKILL)
+        if kind == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(4)  # "hang": join the collective long after the others gave up
     try:
         dist.all_reduce(ember.ones(4))
         outcome = "no error"
@@ -730,7 +733,7 @@ def failure_run(kind, out_dir):
 
 def main():
     suite, out_dir = sys.argv[1], sys.argv[2]
-    if suite in ("raise", "kill"):
+    if suite in ("raise", "hang", "kill"):
         return failure_run(suite, out_dir)
     import ember.distributed as dist
     expect(NotImplementedError, lambda: dist.init_process_group("nccl"), "CUDA")

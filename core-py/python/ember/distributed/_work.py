@@ -31,7 +31,8 @@ import time
 from ember.distributed._mpi import MPI
 from ember.futures import Future
 
-_ABORT_TAG = 7
+_ABORT_TAG, _ACK_TAG = 7, 8
+_ACK_WAIT_S = 2.0
 _NOTICE_BYTES = 4096
 GRACE_S = 5.0
 _FINALIZE_S = 30.0
@@ -55,6 +56,8 @@ class _Health:
         self.notice_buffer = None
         self.previous_excepthook = None
         self.waiting = None      # (deadline, operation) of the wait running now, for the watchdog
+        self.notified = False
+        self.acks = []           # sends acknowledging notices
 
     def start(self, world):
         if self.control is not None:
@@ -77,12 +80,16 @@ class _Health:
             if self.notice.Test(status):
                 text = bytes(self.notice_buffer[:status.Get_count(MPI.BYTE)]).decode(errors="replace")
                 self.notice = None
-                self.fail(f"rank {status.Get_source()} failed: {text}")
+                self.acks.append(self.control.Isend([b"", MPI.BYTE], dest=status.Get_source(), tag=_ACK_TAG))
+                self.fail(f"rank {status.Get_source()} failed: {text}", tell_others=False)
 
-    def fail(self, message):
-        """Marks the group broken and raises; later operations raise too."""
+    def fail(self, message, tell_others=True):
+        """Marks the group broken, tells the other ranks (unless the failure came from one) and
+        raises; later operations raise too."""
         if self.failure is None:
             self.failure = message
+            if tell_others:
+                self.notify_others(message)
         raise DistBackendError(message)
 
     def _watch(self, rank):
@@ -97,17 +104,23 @@ class _Health:
 
     def _excepthook(self, kind, value, tb):
         self.previous_excepthook(kind, value, tb)
-        self.notify_others(f"{kind.__name__}: {value}")
+        if self.failure is None:  # else the others already know (they told us, or we told them)
+            self.notify_others(f"{kind.__name__}: {value}")
 
     def notify_others(self, message):
-        if self.control is None or self.control == MPI.COMM_NULL:
+        """Sends `message` to every other rank and waits (briefly) until they have read it: mpiexec
+        may kill the job as soon as this process exits, before the others could report."""
+        if self.control is None or self.notified:
             return
+        self.notified = True
         me, data = self.control.Get_rank(), message.encode()[:_NOTICE_BYTES]
-        sends = [self.control.Isend([data, MPI.BYTE], dest=r, tag=_ABORT_TAG)
-                 for r in range(self.control.Get_size()) if r != me]
-        deadline = time.monotonic() + 5.0  # small messages go out at once; never wait long on the dying path
-        while sends and time.monotonic() < deadline:
-            sends = [s for s in sends if not s.Test()]
+        others = [r for r in range(self.control.Get_size()) if r != me]
+        pending = [self.control.Isend([data, MPI.BYTE], dest=r, tag=_ABORT_TAG) for r in others]
+        pending += [self.control.Irecv([bytearray(1), MPI.BYTE], source=r, tag=_ACK_TAG) for r in others]
+        deadline = time.monotonic() + _ACK_WAIT_S  # a rank busy computing, or dead, never answers
+        while pending and time.monotonic() < deadline:
+            pending = [request for request in pending if not request.Test()]
+            time.sleep(0.001)
         if self.failure is None:
             self.failure = f"this rank failed: {message}"
 
