@@ -107,12 +107,13 @@ def test_training_example_runs_on_two_processes(tmp_path):
     assert "epoch 1: mean loss over 2 ranks" in done.stdout and saved.exists()
 
 
-def test_plain_mpiexec_works_too():
+def test_plain_mpiexec_works_too(tmp_path):
     from ember.distributed.run import mpiexec
-    script = ("import ember, ember.distributed as dist; dist.init_process_group('gloo'); t = ember.ones(2); "
-              "dist.all_reduce(t); print(dist.get_rank(), dist.get_world_size(), t.tolist())")
+    script = ("import sys, ember, ember.distributed as dist; dist.init_process_group('gloo'); t = ember.ones(2); "
+              "dist.all_reduce(t); r = dist.get_rank(); "
+              "open(f'{sys.argv[1]}/out{r}', 'w').write(f'{r} {dist.get_world_size()} {t.tolist()}')")
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
-    done = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=JOB_SECONDS, env=env)
+    done = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                          text=True, timeout=JOB_SECONDS, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert sorted(done.stdout.split("\n")[:2]) == ["0 2 [2.0, 2.0]", "1 2 [2.0, 2.0]"]
+    assert [(tmp_path / f"out{r}").read_text() for r in range(2)] == ["0 2 [2.0, 2.0]", "1 2 [2.0, 2.0]"]
