@@ -260,6 +260,7 @@ impl BinaryOp {
         }
         let cat = common.category();
         Ok(match self {
+            Hypot if cat != Category::Float => bail!(NotImplemented, "\"hypot_cpu\" not implemented for '{}'", common.legacy_name()),
             Div | Atan2 | Hypot => (common.to_float(), common.to_float()),
             _ if self.is_comparison() => (common, DType::Bool),
             Sub if cat == Category::Bool => bail!(Type, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."),
