@@ -471,3 +471,37 @@ def test_an_index_out_of_range_is_not_checked_when_nothing_is_read():
     assert x[ember.tensor([3]), 3:-2].shape == (1, 0)  # PyTorch reads no element, checks no index
     with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 1"):
         x[ember.tensor([3]), 1:]
+
+
+# ---- found by the long fuzz campaign ----
+
+def test_fill_values_checked_as_pytorch():
+    assert ember.full((2,), -2, dtype=ember.uint8).tolist() == [254, 254]  # a negative int wraps
+    for bad in (300, -256, -2.5, 255.5):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t without overflow"):
+            ember.full((2,), bad, dtype=ember.uint8)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
+        ember.full((2,), 127.5, dtype=ember.int8)
+
+
+def test_amax_of_an_empty_tensor_along_a_non_empty_dim():
+    x = ember.zeros(4, 0, dtype=ember.int32)
+    assert x.amax(dim=0).shape == (0,) and x.amin(dim=0).shape == (0,)
+    with pytest.raises(IndexError, match="amax\\(\\): Expected reduction dim 1 to have non-zero size"):
+        x.amax(dim=1)
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        x.amax()
+
+
+@pytest.mark.parametrize("fn", ["max", "min", "argmax", "argmin"])
+def test_dim_reductions_of_a_0d_tensor_stay_0d_with_keepdim(fn):
+    r = getattr(ember.tensor(-7.0), fn)(dim=0, keepdim=True)
+    for t in (r if isinstance(r, tuple) else (r,)):
+        assert t.shape == ()
+
+
+@pytest.mark.parametrize("fn", ["sum", "mean", "logsumexp", "amax"])
+@pytest.mark.parametrize("shape,dims", [((), (0, 0)), ((2, 3), (1, -1))])
+def test_a_dim_named_twice_is_refused(fn, shape, dims):
+    with pytest.raises(RuntimeError, match="appears multiple times in the list of dims"):
+        getattr(ember.ones(shape), fn)(dim=dims)
