@@ -45,7 +45,7 @@ bench: build
 # Long fuzzing campaign (issue 28): FUZZ_CASES generated cases of the differential suite across
 # all op families (crash-isolated workers, one per core), then each loader under atheris for
 # FUZZ_LOADER_SECONDS (a crash, a BaseException or an input that runs over 5 s is a finding; its
-# input lands in target/fuzz/). Prints cases per family and time as a table for benches/RESULTS.md.
+# input lands in target/fuzz/). Its table of cases per family and time goes into benches/RESULTS.md.
 FUZZ_CASES ?= 1000000
 FUZZ_LOADER_SECONDS ?= 120
 fuzz: build
@@ -53,6 +53,7 @@ fuzz: build
 	@mkdir -p target/fuzz
 	status=0; \
 	$(PY) tests/fuzz/campaign.py --total $(FUZZ_CASES) --report target/fuzz/report.md || status=1; \
+	$(PY) benches/run.py --section "make fuzz" target/fuzz/report.md; \
 	for t in load safetensors arpa vocab; do \
 	  $(PY) tests/fuzz/fuzz_loaders.py atheris $$t -max_total_time=$(FUZZ_LOADER_SECONDS) -timeout=5 \
 	    -rss_limit_mb=4096 -artifact_prefix=target/fuzz/$$t- -print_final_stats=1 || status=1; \

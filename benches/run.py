@@ -1,6 +1,10 @@
 """Runs every benchmark script in benches/ and rewrites benches/RESULTS.md with the machine, the
 library versions and each script's tables. `make bench` calls it after installing
-requirements-bench.txt."""
+requirements-bench.txt.
+
+`run.py audio.py text.py` runs only the scripts named and replaces their sections (the machine
+section is rewritten too); `run.py --section TITLE FILE` puts a report made elsewhere (the
+`make fuzz` campaign's) into RESULTS.md under `## TITLE`."""
 import datetime
 import os
 import pathlib
@@ -84,23 +88,54 @@ def run_script(path):
     return header + done.stdout.strip(), True
 
 
-def main():
-    scripts = sorted(p for p in BENCHES.glob("*.py") if p.name != pathlib.Path(__file__).name)
+def header():
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    sections = [
+    return [
         "# Benchmark results",
-        f"Written by `make bench` (`benches/run.py`) on {started}; do not edit by hand.",
+        f"Written by `make bench` (`benches/run.py`), last on {started}; do not edit by hand. Sections "
+        "rerun alone (`benches/run.py NAME.py`) carry their own date.",
         machine_section(),
     ]
-    ok = True
-    for script in scripts:
-        section, succeeded = run_script(script)
-        sections.append(section)
-        ok = ok and succeeded
-    RESULTS.write_text("\n\n".join(sections) + "\n")
+
+
+def existing_sections():
+    """{title: section} of RESULTS.md's sections after the machine and versions."""
+    if not RESULTS.exists():
+        return {}
+    parts = RESULTS.read_text().split("\n## ")[1:]
+    return {p.split("\n", 1)[0]: "## " + p.strip() for p in parts if p.split("\n", 1)[0] not in ("Machine", "Versions")}
+
+
+def write(sections):
+    """Writes RESULTS.md: the header, then the sections ordered by title."""
+    RESULTS.write_text("\n\n".join(header() + [sections[k] for k in sorted(sections)]) + "\n")
     print(f"wrote {RESULTS}", file=sys.stderr)
+
+
+def dated(section):
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    title, rest = section.split("\n", 1)
+    return f"{title}\n\n_Run on {when}._\n{rest}"
+
+
+def main(argv):
+    if argv[:1] == ["--section"]:
+        title, report = argv[1], pathlib.Path(argv[2]).read_text().strip()
+        sections = existing_sections()
+        sections[title] = dated(f"## {title}\n\n{report}")
+        return write(sections)
+    everything = not argv
+    names = sorted(p.name for p in BENCHES.glob("*.py") if p.name != pathlib.Path(__file__).name) if everything else argv
+    kept = existing_sections()  # a full run keeps the reports made elsewhere (`make fuzz`)
+    sections = {k: v for k, v in kept.items() if not k.endswith(".py")} if everything else kept
+    ok = True
+    for name in names:
+        section, succeeded = run_script(BENCHES / name)
+        sections[name] = section if everything else dated(section)
+        ok = ok and succeeded
+    write(sections)
     sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

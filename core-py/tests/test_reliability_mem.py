@@ -131,3 +131,49 @@ def test_a_caught_panic_prints_nothing_without_rust_backtrace():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0 and r.stdout.strip() == "caught"
     assert "panicked" not in r.stderr
+
+
+HUGE_MEMO_INDEX = textwrap.dedent(
+    """
+    import io, pickle, resource, struct, zipfile
+    import ember
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:  # {} memoised at index 2**32-2, which an array memo grows to
+        z.writestr("archive/data.pkl", b"\\x80\\x02}" + pickle.LONG_BINPUT + struct.pack("<I", 2**32 - 2) + b".")
+    buf.seek(0)
+    print(ember.load(buf))
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is Linux's")
+def test_a_checkpoint_with_a_huge_memo_index_loads_in_little_memory():
+    r = subprocess.run([sys.executable, "-c", HUGE_MEMO_INDEX], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout) == (0, "{}\n"), r.stderr[-2000:]
+
+
+# ---- conv and pool geometry near 2**63: refused or right, never wrapped ----
+
+BIG = 2**62
+GEOMETRY_OVERFLOWS = {
+    "conv1d padding 2**63-1": lambda: F.conv1d(ember.ones(1, 1, 4), ember.ones(1, 1, 2), padding=2**63 - 1),
+    "conv2d padding 2**63-1": lambda: F.conv2d(ember.ones(1, 1, 4, 4), ember.ones(1, 1, 2, 2), padding=2**63 - 1),
+    "conv_transpose2d output 2**64+1": lambda: F.conv_transpose2d(ember.ones(1, 1, 4, 4), ember.ones(1, 1, 2, 2), stride=BIG, output_padding=BIG - 1),
+    "adaptive_avg_pool2d 2**62": lambda: F.adaptive_avg_pool2d(ember.ones(1, 1, 4, 4), (BIG, BIG)),
+    "adaptive_max_pool2d 2**62": lambda: F.adaptive_max_pool2d(ember.ones(1, 1, 4, 4), (BIG, 1)),
+    "max_pool1d dilation 2**62": lambda: F.max_pool1d(ember.ones(1, 1, 4), 4, dilation=BIG, padding=1),
+}
+
+
+@pytest.mark.parametrize("name", list(GEOMETRY_OVERFLOWS))
+def test_geometry_that_overflows_is_refused(name):
+    with pytest.raises(RuntimeError, match="overflowed|can't allocate memory|Output size is too small"):
+        GEOMETRY_OVERFLOWS[name]()
+
+
+def test_a_pool_window_far_wider_than_its_input_reads_only_the_input():
+    x = ember.arange(4.0).reshape(1, 1, 4)
+    assert F.max_pool1d(x, BIG, padding=BIG // 2).tolist() == [[[3.0]]]
+    assert F.avg_pool1d(x, BIG, padding=BIG // 2, count_include_pad=False).tolist() == [[[1.5]]]
+    assert F.max_pool1d(x, 2, stride=2**63 - 1).tolist() == [[[1.0]]]

@@ -365,3 +365,143 @@ def test_full_checks_its_value_like_fill():
     with pytest.raises(RuntimeError, match="without overflow"):
         ember.full((2,), 300, dtype=ember.uint8)
     assert math.isnan(ember.full((1,), math.nan, dtype=ember.complex64)[0].real.item())
+
+
+# ---- refusals PyTorch makes for integer inputs ----
+
+@pytest.mark.parametrize("dtype,name", [(ember.int64, "Long"), (ember.bool, "Bool"), (ember.uint8, "Byte")])
+def test_hypot_and_frac_refuse_integers(dtype, name):
+    x = ember.ones(3, dtype=dtype)
+    with pytest.raises(NotImplementedError, match=f"\"hypot_cpu\" not implemented for '{name}'"):
+        ember.hypot(x, x)
+    with pytest.raises(NotImplementedError, match=f"\"frac_cpu\" not implemented for '{name}'"):
+        ember.frac(x)
+    assert ember.hypot(ember.tensor([3.0]), ember.tensor([4])).tolist() == [5.0]
+
+
+# ---- float to integer casts wrap as PyTorch's do (x86), they do not saturate ----
+
+CAST_INPUT = [-1.5, -300.7, 3e10, -3e10, 3e20, math.nan, math.inf, -math.inf, 70000.5, -40000.2, 255.9, 256.0]
+CAST_TORCH = {  # torch.tensor(CAST_INPUT).to(dtype).tolist(), PyTorch 2.15 on x86-64
+    ember.uint8: [255, 212, 0, 0, 0, 0, 0, 0, 112, 192, 255, 0],
+    ember.int8: [-1, -44, 0, 0, 0, 0, 0, 0, 112, -64, -1, 0],
+    ember.int16: [-1, -300, 0, 0, 0, 0, 0, 0, 4464, 25536, 255, 256],
+    ember.int32: [-1, -300] + [-2**31] * 6 + [70000, -40000, 255, 256],
+    ember.int64: [-1, -300, 30000001024, -30000001024] + [-2**63] * 4 + [70000, -40000, 255, 256],
+}
+
+
+@pytest.mark.parametrize("dtype", list(CAST_TORCH))
+@pytest.mark.parametrize("source", [ember.float32, ember.float64])
+def test_float_to_integer_casts_match_pytorch(dtype, source):
+    expected = list(CAST_TORCH[dtype])
+    if source == ember.float64 and dtype == ember.int64:
+        expected[2:4] = [30000000000, -30000000000]  # exact in float64
+    assert ember.tensor(CAST_INPUT, dtype=source).to(dtype).tolist() == expected
+
+
+def test_sum_with_an_integer_dtype_casts_first_as_pytorch():
+    assert ember.tensor([-1.5, -300.7, 3e10]).sum(dtype=ember.uint8).item() == 211
+
+
+# ---- std and var of complex tensors: the spread of both parts, a real result ----
+
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1)])
+def test_complex_var_and_std(dim):
+    z = np.array([[1 + 2j, 3 - 1j, 2j], [0.5, -1 - 1j, 4 + 0.5j]], dtype=np.complex64)
+    e = ember.from_numpy(z)
+    axis = dim if dim is None or isinstance(dim, tuple) else dim
+    for fn, ref in [("var", np.var), ("std", np.std)]:
+        got = getattr(e, fn)(dim) if dim is not None else getattr(e, fn)()
+        assert got.dtype == ember.float32
+        np.testing.assert_allclose(got.numpy(), ref(z, axis=axis, ddof=1), rtol=1e-5)
+
+
+# ---- elementwise out= of another shape is resized, as PyTorch's resize_output ----
+
+def test_elementwise_out_of_another_shape_is_resized():
+    out = ember.empty(0)
+    assert ember.exp(ember.zeros(2, 2), out=out) is out and out.shape == (2, 2)
+    out = ember.empty(0, dtype=ember.int64)
+    ember.add(ember.ones(3, dtype=ember.int64), ember.ones(2, 1, dtype=ember.int64), out=out)
+    assert out.tolist() == [[2, 2, 2], [2, 2, 2]]
+    out = ember.empty(5)
+    with pytest.warns(UserWarning, match="was resized since it had shape \\[5\\]"):
+        ember.clamp(ember.arange(3.0), 0, 1, out=out)
+    assert out.tolist() == [0.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        ember.ones(3).add_(ember.ones(2, 3))  # in-place never resizes
+
+
+# ---- in-place writes to one output of a multi-view function are refused under autograd ----
+
+@pytest.mark.parametrize("piece,name,k", [
+    (lambda a: a.split(2)[0], "Split", 0),
+    (lambda a: a.chunk(3)[2], "Split", 2),
+    (lambda a: a.split([2, 4])[1], "SplitWithSizes", 1),
+    (lambda a: a.view(2, 3).unbind(1)[2], "Unbind", 2),
+    (lambda a: a.split(2)[1].view(2), "Split", 1),
+])
+def test_writing_one_output_of_a_multi_view_function_is_refused(piece, name, k):
+    a = ember.ones(6, requires_grad=True).clone()
+    with pytest.raises(RuntimeError, match=f"Output {k} of {name} is a view and is being modified inplace"):
+        piece(a).mul_(2)
+
+
+def test_multi_view_outputs_may_be_written_without_autograd():
+    a = ember.ones(6, requires_grad=True).clone()
+    a.tensor_split(3)[1].mul_(2)  # separate slices in PyTorch too
+    with ember.no_grad():
+        a.split(2)[0].mul_(3)
+    b = ember.ones(4)
+    b.split(2)[1].mul_(2)
+    assert b.tolist() == [1, 1, 2, 2]
+    assert a.detach().tolist() == [3, 3, 2, 2, 1, 1]
+
+
+@pytest.mark.parametrize("p", [math.nan, -0.1, 1.5])
+def test_attention_refuses_a_dropout_probability_outside_0_1(p):
+    q = ember.ones(1, 2, 3)
+    with pytest.raises(RuntimeError, match="dropout probability has to be between 0 and 1"):
+        F.scaled_dot_product_attention(q, q, q, dropout_p=p)
+
+
+def test_an_index_out_of_range_is_not_checked_when_nothing_is_read():
+    x = ember.arange(4).reshape(1, 4)
+    assert x[ember.tensor([3]), 3:-2].shape == (1, 0)  # PyTorch reads no element, checks no index
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 1"):
+        x[ember.tensor([3]), 1:]
+
+
+# ---- found by the long fuzz campaign ----
+
+def test_fill_values_checked_as_pytorch():
+    assert ember.full((2,), -2, dtype=ember.uint8).tolist() == [254, 254]  # a negative int wraps
+    for bad in (300, -256, -2.5, 255.5):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t without overflow"):
+            ember.full((2,), bad, dtype=ember.uint8)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
+        ember.full((2,), 127.5, dtype=ember.int8)
+
+
+def test_amax_of_an_empty_tensor_along_a_non_empty_dim():
+    x = ember.zeros(4, 0, dtype=ember.int32)
+    assert x.amax(dim=0).shape == (0,) and x.amin(dim=0).shape == (0,)
+    with pytest.raises(IndexError, match="amax\\(\\): Expected reduction dim 1 to have non-zero size"):
+        x.amax(dim=1)
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        x.amax()
+
+
+@pytest.mark.parametrize("fn", ["max", "min", "argmax", "argmin"])
+def test_dim_reductions_of_a_0d_tensor_stay_0d_with_keepdim(fn):
+    r = getattr(ember.tensor(-7.0), fn)(dim=0, keepdim=True)
+    for t in (r if isinstance(r, tuple) else (r,)):
+        assert t.shape == ()
+
+
+@pytest.mark.parametrize("fn", ["sum", "mean", "logsumexp", "amax"])
+@pytest.mark.parametrize("shape,dims", [((), (0, 0)), ((2, 3), (1, -1))])
+def test_a_dim_named_twice_is_refused(fn, shape, dims):
+    with pytest.raises(RuntimeError, match="appears multiple times in the list of dims"):
+        getattr(ember.ones(shape), fn)(dim=dims)

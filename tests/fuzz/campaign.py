@@ -68,12 +68,12 @@ def main():
     elapsed = time.perf_counter() - started
 
     table = render_table(results, elapsed, args.jobs, args.engine)
-    findings = "\n\n".join(f"## {f}\n{report(f, r)}" for f, r in results.items() if report(f, r))
-    print("\n" + table)
-    print("\n# Findings\n" + (findings or "none"))
+    findings = "\n\n".join(f"#### {f}\n{report(f, r)}" for f, r in results.items() if report(f, r))
+    text = table + "\n\n### Findings\n\n" + (findings or "none")
+    print("\n" + text)
     if args.report:
         with open(args.report, "w") as out:
-            out.write(table + "\n\n# Findings\n" + (findings or "none") + "\n")
+            out.write(text + "\n")
     return 1 if findings else 0
 
 
@@ -81,6 +81,13 @@ def zip_longest_all(lists):
     lists = list(lists)
     for i in range(max(len(x) for x in lists)):
         yield [x[i] for x in lists if i < len(x)]
+
+
+def cpu_model():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.machine()
 
 
 def render_table(results, elapsed, jobs, engine):
@@ -96,7 +103,7 @@ def render_table(results, elapsed, jobs, engine):
         tc, tr, ts, tf, tk = tc + c, tr + refused, ts + skipped, tf + nf, tk + len(r["crashes"])
     rows.append(f"| **all** | **{tc}** | {tr} | {ts} | {tf} | {tk} | |")
     head = (f"make fuzz: {tc} generated cases in {elapsed:.0f} s wall ({jobs} workers, {engine} engine, "
-            f"{platform.machine()}, Python {platform.python_version()})")
+            f"{cpu_model()}, Python {platform.python_version()})")
     return head + "\n\n" + "\n".join(rows)
 
 

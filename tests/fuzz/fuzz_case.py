@@ -175,11 +175,16 @@ def _describe(result):
         return repr(result)[:200]
 
 
-def compare_with_torch(case: Case, ember_result, ember_exc, torch):
-    """The same source under PyTorch: both raise, or both return the same dtypes and values."""
+def compare_with_torch(case: Case, ember_result, ember_exc, torch, expect):
+    """The same source under PyTorch: both raise, or both return the same dtypes and values.
+    Ember may do more than PyTorch where PyTorch only lacks a kernel (NotImplementedError) or
+    takes no number for a Tensor argument: the NumPy reference has judged those results. Where
+    the reference's values are not unique (`Expect.custom`: ties, uninitialised memory), only
+    dtypes and shapes are compared."""
     tres, texc = run_module(case, torch)
     if texc is not None:
-        if ember_exc is None:
+        lacks = isinstance(texc, NotImplementedError) or "must be Tensor, not" in str(texc)
+        if ember_exc is None and not lacks:
             raise Mismatch(f"vs torch: PyTorch raises {type(texc).__name__}: {str(texc)[:200]}; ember returned")
         return
     if ember_exc is not None:
@@ -187,9 +192,13 @@ def compare_with_torch(case: Case, ember_result, ember_exc, torch):
     got, want = outputs(ember_result), outputs(tres)
     if len(got) != len(want):
         raise Mismatch(f"vs torch: {len(got)} outputs, PyTorch {len(want)}")
+    unique = not (isinstance(expect, Expect) and expect.custom is not None)
     for g, w in zip(got, want):
         ga, gdt = to_numpy(g)
         wa, wdt = to_numpy(w)
         if gdt != wdt:
             raise Mismatch(f"vs torch: dtype {gdt}, PyTorch {wdt}")
-        assert_close(ga, wa, wdt or "float64", 4.0, 1e-6, "vs torch: ")
+        if np.shape(ga) != np.shape(wa):
+            raise Mismatch(f"vs torch: shape {np.shape(ga)}, PyTorch {np.shape(wa)}")
+        if unique:
+            assert_close(ga, wa, wdt or "float64", 4.0, 1e-6, "vs torch: ")

@@ -99,7 +99,7 @@ def run_one(case, rec, torch):
     try:
         judge(case, result, exc, expect)
         if torch is not None:
-            compare_with_torch(case, result, exc, torch)
+            compare_with_torch(case, result, exc, torch, expect)
     except Mismatch as m:
         rec.fail(case, str(m))
 

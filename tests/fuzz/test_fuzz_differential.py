@@ -17,30 +17,9 @@ from fuzz_families import FAMILIES  # noqa: E402
 from fuzz_parent import cases, examples_per_family, report, run_family  # noqa: E402
 
 
-# Findings still open in issue 28: (start of the finding's kind, text its reproducer holds) ->
-# what is wrong. They are printed, not failed, so that the suite guards everything else; each
-# entry goes when its fix lands.
-KNOWN = {
-    ("binary/hypot/function:", ""): "hypot of integers is computed in float32; PyTorch refuses it",
-    ("unary/frac/", ""): "frac of bool and integers returns float32; PyTorch refuses it",
-    ("reduce/prod: values", "dtype=ember.uint8"): "a negative float cast to uint8 saturates at 0; PyTorch's cast wraps",
-    ("reduce/sum: values", "dtype=ember.uint8"): "a negative float cast to uint8 saturates at 0; PyTorch's cast wraps",
-    ("reduce/std: raised RuntimeError", "complex"): "std/var of complex tensors along a dim are not implemented",
-    ("reduce/var: raised RuntimeError", "complex"): "std/var of complex tensors along a dim are not implemented",
-}
-
-
-def _known(kind, finding):
-    return all(any(kind.startswith(k) and text in repro for (k, text) in KNOWN) for repro, _ in finding["examples"])
-
-
 def _check(family, result):
     if result["missing"]:
         print(f"{family}: APIs ember lacks (skipped): {result['missing']}")
-    known = {k: f for k, f in result["failures"].items() if _known(k, f)}
-    for kind, f in known.items():
-        print(f"known (issue 28): {kind} ({f['count']} cases)")
-    result = dict(result, failures={k: f for k, f in result["failures"].items() if k not in known})
     found = report(family, result)
     assert not found, f"{family}: {cases(result)} cases, findings:\n{found}"
     assert cases(result) > 0

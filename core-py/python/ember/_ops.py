@@ -3,7 +3,7 @@ import builtins
 import numbers
 
 from ember import _C, return_types
-from ember._out import write_out
+from ember._out import resize_out, write_out
 from ember._functorch._batched import BatchedTensor, batched
 
 UNARY = [
@@ -32,11 +32,26 @@ def _require_tensor(x, fn):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
 
 
+def _fit_out(out, *inputs):
+    """An elementwise `out=` of another shape than the result is resized first, as PyTorch does
+    (in-place ops, which never resize, do not come here). Inputs that do not broadcast, or an
+    `out` that is one of them, are left to the kernel's error."""
+    if not isinstance(out, _C.Tensor) or builtins.any(out is x for x in inputs):
+        return
+    try:
+        shape = broadcast_shapes(*(x.shape for x in inputs if isinstance(x, _C.Tensor)))
+    except RuntimeError:
+        return
+    if tuple(out.shape) != tuple(shape):
+        resize_out(out, shape)
+
+
 def _make_unary(name):
     def fn(input, *, out=None):
         try:
             if out is None:
                 return _C.unary(name, input)
+            _fit_out(out, input)
             _C.unary(name, input, out)
         except TypeError:
             _require_tensor(input, name)
@@ -53,6 +68,7 @@ def _make_binary(name):
         try:
             if out is None:
                 return _C.binary(name, input, other)
+            _fit_out(out, input, other)
             _C.binary(name, input, other, out)
         except TypeError:
             return batched("binary", name, input, other, out)
@@ -76,7 +92,11 @@ def round(input, *, decimals=0, out=None):
     """Rounds half to even; `decimals` scales by 10**decimals first, as PyTorch does."""
     _require_tensor(input, "round")
     if decimals == 0:
-        return _C.unary("round", input) if out is None else (_C.unary("round", input, out), out)[1]
+        if out is None:
+            return _C.unary("round", input)
+        _fit_out(out, input)
+        _C.unary("round", input, out)
+        return out
     scale = 10.0 ** decimals
     r = _C.unary("round", input * scale) / scale
     return write_out("round", out, r)
@@ -88,6 +108,7 @@ def add(input, other, *, alpha=1, out=None):
     try:
         if out is None:
             return _C.binary("add", input, other)
+        _fit_out(out, input, other)
         _C.binary("add", input, other, out)
     except TypeError:
         return batched("binary", "add", input, other, out)
@@ -100,6 +121,7 @@ def sub(input, other, *, alpha=1, out=None):
     try:
         if out is None:
             return _C.binary("sub", input, other)
+        _fit_out(out, input, other)
         _C.binary("sub", input, other, out)
     except TypeError:
         return batched("binary", "sub", input, other, out)
@@ -135,6 +157,7 @@ def _param_unary(name, x, a=None, b=None, c=None, out=None):
     try:
         if out is None:
             return _C.unary_with(name, x, a, b, c)
+        _fit_out(out, x)
         _C.unary_with(name, x, a, b, c, out)
     except TypeError:
         _require_tensor(x, name)
@@ -410,6 +433,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, builtins.bool):  # var(t, False): the legacy positional `unbiased`
         dim, unbiased = None, dim
     c = _correction(correction, unbiased)
+    if input.is_complex():  # the spread of the real and imaginary parts adds up; the result is real
+        return var(input.real, dim, keepdim=keepdim, correction=c) + var(input.imag, dim, keepdim=keepdim, correction=c)
     if not input.is_floating_point():
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
     mu = mean(input, dim, True)

@@ -15,12 +15,13 @@ def write_out(name, out, result):
         if not isinstance(target, _C.Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor or a tuple of Tensors, not {type(target).__name__}")
         if tuple(target.shape) != tuple(value.shape):
-            _resize(target, tuple(value.shape))
+            resize_out(target, tuple(value.shape))
         target.copy_(value)
     return type(result)(*out) if isinstance(result, tuple) else out
 
 
-def _resize(target, shape):
+def resize_out(target, shape):
+    """Gives `target` fresh memory of `shape` (PyTorch's `resize_output`, warning when it held elements)."""
     if target.numel() != 0:
         warnings.warn(
             f"An output with one or more elements was resized since it had shape {list(target.shape)}, which does not "

@@ -287,8 +287,19 @@ complex_element!(CHalf, C32, f16);
 complex_element!(CFloat, C64, f32);
 complex_element!(CDouble, C128, f64);
 
+/// Float to integer as PyTorch's casts give on x86: truncation, through int32 for the types
+/// narrower than int64 (so `-1.5` becomes 255 as uint8, not Rust's saturated 0), and the
+/// minimum bit pattern for NaN and out-of-range values, as the hardware conversion gives.
+fn float_to_i32(v: f64) -> i32 {
+    if v > -2147483649.0 && v < 2147483648.0 { v as i32 } else { i32::MIN }
+}
+
+fn float_to_i64(v: f64) -> i64 {
+    if (-9223372036854775808.0..9223372036854775808.0).contains(&v) { v as i64 } else { i64::MIN }
+}
+
 macro_rules! int_element {
-    ($t:ty, $d:ident) => {
+    ($t:ty, $d:ident, $from_float:ident) => {
         impl Element for $t {
             const DTYPE: DType = DType::$d;
             fn zero() -> Self {
@@ -301,7 +312,7 @@ macro_rules! int_element {
                 self as f64
             }
             fn from_f64(v: f64) -> Self {
-                v as $t
+                $from_float(v) as $t
             }
             fn to_i64(self) -> i64 {
                 self as i64
@@ -312,11 +323,11 @@ macro_rules! int_element {
         }
     };
 }
-int_element!(u8, U8);
-int_element!(i8, I8);
-int_element!(i16, I16);
-int_element!(i32, I32);
-int_element!(i64, I64);
+int_element!(u8, U8, float_to_i32);
+int_element!(i8, I8, float_to_i32);
+int_element!(i16, I16, float_to_i32);
+int_element!(i32, I32, float_to_i32);
+int_element!(i64, I64, float_to_i64);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;

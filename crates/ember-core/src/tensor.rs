@@ -9,7 +9,7 @@ use crate::storage::{CpuStorage, Storage};
 use crate::with_dtype;
 use crate::autograd::{self, meta::AutogradMeta};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Arc<Inner>);
@@ -29,6 +29,10 @@ pub struct Inner {
     /// For a view: the version its history was made at. A write through another alias since
     /// then leaves that history stale; it is remade from the base's when next used.
     view_version: AtomicU64,
+    /// For a view that is (or was taken from) one output of a function returning several views
+    /// (`split`, `unbind`): that function's name and the output's position. Autograd cannot
+    /// rewrite one such output's history alone, so in-place writes to it are refused.
+    multi_output: OnceLock<(&'static str, usize)>,
     /// Set on a leaf that requires grad and on every result autograd tracks: the one word the
     /// per-op hot path reads, so ops on untracked tensors pay a single relaxed load.
     pub(crate) requires_grad: AtomicBool,
@@ -46,6 +50,7 @@ impl Tensor {
             base: None,
             differentiable_view: AtomicBool::new(false),
             view_version: AtomicU64::new(0),
+            multi_output: OnceLock::new(),
             requires_grad: AtomicBool::new(false),
             autograd: Mutex::new(None),
         }))
@@ -77,6 +82,10 @@ impl Tensor {
     fn alias_as(&self, layout: Layout, base: Option<Tensor>, dtype: DType) -> Self {
         // As in PyTorch, a view made in no_grad mode is not a view for autograd.
         let differentiable = base.is_some() && autograd::is_grad_enabled();
+        let multi_output = OnceLock::new();
+        if let Some(&origin) = self.0.multi_output.get() {
+            let _ = multi_output.set(origin);
+        }
         Tensor(Arc::new(Inner {
             storage: self.0.storage.clone(),
             layout,
@@ -85,6 +94,7 @@ impl Tensor {
             base,
             differentiable_view: AtomicBool::new(differentiable),
             view_version: AtomicU64::new(self.version()),
+            multi_output,
             requires_grad: AtomicBool::new(false),
             autograd: Mutex::new(None),
         }))
@@ -102,6 +112,18 @@ impl Tensor {
 
     pub(crate) fn set_differentiable_view(&self, on: bool) {
         self.0.differentiable_view.store(on && self.0.base.is_some(), Ordering::Relaxed);
+    }
+
+    /// Marks the views `function` returned as its outputs, by position (see `Inner`).
+    pub(crate) fn mark_multi_output(views: &[Tensor], function: &'static str) {
+        for (k, v) in views.iter().enumerate() {
+            let _ = v.0.multi_output.set((function, k));
+        }
+    }
+
+    /// The function and position of a multi-output view (see `Inner`).
+    pub(crate) fn multi_output(&self) -> Option<(&'static str, usize)> {
+        self.0.multi_output.get().copied()
     }
 
     /// A differentiable view whose base was written (directly or through another view) after

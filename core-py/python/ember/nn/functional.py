@@ -583,6 +583,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(q kᵀ · scale + mask) v over the last two dims. A bool `attn_mask` marks the
     positions that may be attended to; a float one is added to the scores; `is_causal` masks
     the upper triangle. Dropout (on the attention weights) always applies when `dropout_p` > 0."""
+    if not 0.0 <= dropout_p <= 1.0:  # NaN included
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:

@@ -65,16 +65,16 @@ class _Rules:
 
 
 class _Unpickler(_Rules, pickle.Unpickler):
-    """The C unpickler, for Ember's own allow-list: every global it hands out is closed to BUILD
-    (`_rebuild.Global`) or immutable."""
+    """The C unpickler, for files the caller trusts (`weights_only=False`)."""
 
 
-class _CheckedBuildUnpickler(_Rules, pickle._Unpickler):
-    """The Python unpickler, for loads with globals from `add_safe_globals`: those are handed out
-    as they are (a class must be a real class for NEWOBJ), so BUILD must be checked opcode by
-    opcode, which the C unpickler cannot do. As PyTorch, BUILD may set the state of tensors,
-    OrderedDicts and instances of allowed classes only: never of an allowed class or function
-    itself, which every later load shares."""
+class _WeightsOnlyUnpickler(_Rules, pickle._Unpickler):
+    """The Python unpickler, for weights-only loads (as PyTorch's). Its memo is a dict, where the
+    C unpickler's is an array that one crafted LONG_BINPUT index grows to gigabytes. And globals
+    from `add_safe_globals` are handed out as they are (a class must be a real class for
+    NEWOBJ), so BUILD is checked opcode by opcode, which the C unpickler cannot do: as PyTorch,
+    BUILD may set the state of tensors, OrderedDicts and instances of allowed classes only, never
+    of an allowed class or function itself, which every later load shares."""
 
     dispatch = dict(pickle._Unpickler.dispatch)
 
@@ -94,8 +94,7 @@ class _CheckedBuildUnpickler(_Rules, pickle._Unpickler):
 
 
 def _unpickler(file, source, persistent_load, weights_only, **kwargs):
-    checked = weights_only and _safe_globals.get_safe_globals()
-    return (_CheckedBuildUnpickler if checked else _Unpickler)(file, source, persistent_load, weights_only, **kwargs)
+    return (_WeightsOnlyUnpickler if weights_only else _Unpickler)(file, source, persistent_load, weights_only, **kwargs)
 
 
 def _storage_pid(pid, fields):

@@ -90,6 +90,9 @@ pub fn check_writable(dst: &Tensor) -> Result<()> {
     if dst.requires_grad() && dst.is_leaf() {
         bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
     }
+    if let Some((function, k)) = dst.multi_output() {
+        bail!(Runtime, "Output {k} of {function} is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.");
+    }
     if let Some(base) = dst.base() {
         if base.requires_grad() && base.is_leaf() {
             bail!(Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");

@@ -69,11 +69,14 @@ impl Scalar {
             DType::F32 | DType::C64 => f32::MAX as f64,
             DType::F16 | DType::C32 => f16::MAX.to_f64(),
             DType::BF16 => bf16::MAX.to_f64(),
-            DType::U8 => return (0.0..256.0).contains(&v.trunc()),
-            DType::I8 => return (-128.0..128.0).contains(&v.trunc()),
-            DType::I16 => return (-32768.0..32768.0).contains(&v.trunc()),
-            DType::I32 => return (-2147483648.0..2147483648.0).contains(&v.trunc()),
-            DType::I64 => return (-9223372036854775808.0..9223372036854775808.0).contains(&v.trunc()),
+            // As c10's `overflows`: a negative integer may wrap into uint8 (two's complement); a
+            // float must lie within the type's range as it is, fraction included.
+            DType::U8 if matches!(self, Scalar::Int(_)) => return (-255.0..=255.0).contains(&v),
+            DType::U8 => return (0.0..=255.0).contains(&v),
+            DType::I8 => return (-128.0..=127.0).contains(&v),
+            DType::I16 => return (-32768.0..=32767.0).contains(&v),
+            DType::I32 => return (-2147483648.0..=2147483647.0).contains(&v),
+            DType::I64 => return (-9223372036854775808.0..9223372036854775808.0).contains(&v),
         };
         !v.is_finite() || v.abs() <= finite_max
     }
@@ -260,6 +263,7 @@ impl BinaryOp {
         }
         let cat = common.category();
         Ok(match self {
+            Hypot if cat != Category::Float => bail!(NotImplemented, "\"hypot_cpu\" not implemented for '{}'", common.legacy_name()),
             Div | Atan2 | Hypot => (common.to_float(), common.to_float()),
             _ if self.is_comparison() => (common, DType::Bool),
             Sub if cat == Category::Bool => bail!(Type, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."),

@@ -392,6 +392,14 @@ fn finish(ops: &Operands, out: Tensor) -> Result<Tensor> {
     }
 }
 
+/// Output sizes computed in i128, refused as PyTorch's overflow when one does not fit an isize.
+fn fitting_sizes(sizes: Vec<i128>) -> Result<Vec<usize>> {
+    if sizes.iter().any(|&s| s > isize::MAX as i128) {
+        return Err(crate::layout::size_overflow(&sizes));
+    }
+    Ok(sizes.into_iter().map(|s| s as usize).collect())
+}
+
 /// `torch.nn.functional.conv{1,2,3}d` for `dims` spatial dims: input `[N, C, *spatial]` (or
 /// without `N`), weight `[out, C/groups, *kernel]`, optional bias `[out]`.
 pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i64], padding: ConvPadding, dilation: &[i64], groups: i64, dims: usize) -> Result<Tensor> {
@@ -420,13 +428,14 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
         }
     };
     let spatial = &ops.input.shape()[2..];
-    let padded: Vec<usize> = (0..dims).map(|i| spatial[i] + pad_lo[i] + pad_hi[i]).collect();
-    let effective: Vec<usize> = (0..dims).map(|i| dilation[i] * (kernel[i] - 1) + 1).collect();
+    // In i128: sizes, pads and dilations near 2**63 pass usize when added or multiplied.
+    let padded: Vec<i128> = (0..dims).map(|i| spatial[i] as i128 + pad_lo[i] as i128 + pad_hi[i] as i128).collect();
+    let effective: Vec<i128> = (0..dims).map(|i| dilation[i] as i128 * (kernel[i] as i128 - 1) + 1).collect();
     if (0..dims).any(|i| padded[i] < effective[i]) {
-        let join = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" x ");
+        let join = |v: &[i128]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" x ");
         bail!(Runtime, "Calculated padded input size per channel: ({}). Kernel size: ({}). Kernel size can't be greater than actual input size", join(&padded), join(&effective));
     }
-    let output: Vec<usize> = (0..dims).map(|i| (padded[i] - effective[i]) / stride[i] + 1).collect();
+    let output = fitting_sizes((0..dims).map(|i| (padded[i] - effective[i]) / stride[i] as i128 + 1).collect())?;
     // An asymmetric 'same' pad adds its extra column on the right, past the last tap any output
     // reads with symmetric padding, so only the left pad enters the geometry.
     let geom = Geom {
@@ -592,13 +601,13 @@ pub fn conv_transpose(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, st
     }
     let kernel = &ops.weight.shape()[2..];
     let spatial = &ops.input.shape()[2..];
-    let full: Vec<isize> = (0..dims)
-        .map(|i| ((spatial[i] as isize - 1) * stride[i] as isize) + (dilation[i] * (kernel[i] - 1) + output_padding[i] + 1) as isize - 2 * padding[i] as isize)
+    let full: Vec<i128> = (0..dims)
+        .map(|i| (spatial[i] as i128 - 1) * stride[i] as i128 + dilation[i] as i128 * (kernel[i] as i128 - 1) + output_padding[i] as i128 + 1 - 2 * padding[i] as i128)
         .collect();
     if full.iter().any(|&o| o <= 0) {
         bail!(Runtime, "Given input size per channel: {spatial:?}. Calculated output size per channel: {full:?}. Output size is too small");
     }
-    let output: Vec<usize> = full.iter().map(|&o| o as usize).collect();
+    let output = fitting_sizes(full)?;
     // The transposed conv's output is what the matching forward conv would read.
     let geom = Geom {
         input: to3(&output, 1),

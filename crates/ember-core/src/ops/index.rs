@@ -161,16 +161,21 @@ impl IndexPlan {
             })?;
         }
         let offsets = Tensor::zeros(&b_shape, DType::I64)?;
+        let rest: Vec<usize> = (0..x.ndim()).filter(|d| !dims.contains(d)).collect();
+        // No element moves when another dim is empty: PyTorch checks no index then, nor does this.
+        let moves_nothing = rest.iter().any(|&d| x.shape()[d] == 0);
         for (d, idx) in indices {
             // Byte and bool masks arrive here as the coordinates of their nonzeros.
             if !matches!(idx.dtype(), DType::I64 | DType::I32) {
                 bail!(Index, "tensors used as indices must be long, int, byte or bool tensors, got {}", idx.dtype());
             }
+            if moves_nothing {
+                continue;
+            }
             let checked = checked_index(idx, x.shape()[*d], *d, true)?.broadcast_to(&b_shape)?;
             let s = x.strides()[*d] as i64;
             binary_into::<i64, i64, i64>(&offsets, &checked, &offsets, |o, i| o + i * s);
         }
-        let rest: Vec<usize> = (0..x.ndim()).filter(|d| !dims.contains(d)).collect();
         let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
         let (nb, first) = (b_shape.len(), dims[0]);
         let lead = if adjacent { first } else { 0 };

@@ -110,11 +110,20 @@ pub fn split(x: &Tensor, size: i64, dim: i64) -> Result<Vec<Tensor>> {
         return Ok(vec![x.clone()]);
     }
     let pieces = ((n + size - 1) / size).max(1);
-    (0..pieces).map(|k| x.narrow(d as i64, k * size, size.min(n - k * size))).collect()
+    let views = (0..pieces).map(|k| x.narrow(d as i64, k * size, size.min(n - k * size))).collect::<Result<Vec<_>>>()?;
+    Tensor::mark_multi_output(&views, "Split");
+    Ok(views)
 }
 
 /// `split` with explicit `sizes` that must add up to the length of `dim`, as views.
 pub fn split_with_sizes(x: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    let views = pieces_of(x, sizes, dim)?;
+    Tensor::mark_multi_output(&views, "SplitWithSizes");
+    Ok(views)
+}
+
+/// Views of consecutive pieces of `sizes` along `dim`, which must add up to its length.
+fn pieces_of(x: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     let d = x.wrap_dim(dim)?;
     if x.ndim() == 0 {
         bail!(Runtime, "split expects at least a 1-dimensional tensor");
@@ -155,7 +164,7 @@ pub fn tensor_split_sections(x: &Tensor, sections: i64, dim: i64) -> Result<Vec<
     }
     let n = x.shape()[x.wrap_dim(dim)?] as i64;
     let sizes: Vec<i64> = (0..sections).map(|k| n / sections + (k < n % sections) as i64).collect();
-    split_with_sizes(x, &sizes, dim)
+    pieces_of(x, &sizes, dim) // separate slices for autograd, as PyTorch's: each may be written
 }
 
 /// `tensor_split` at the given `indices` (clamped to the dim, as Python slices are).
@@ -176,7 +185,9 @@ pub fn unbind(x: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
         bail!(Index, "Dimension specified as 0 but tensor has no dimensions");
     }
     let d = x.wrap_dim(dim)?;
-    (0..x.shape()[d] as i64).map(|i| x.select(d as i64, i)).collect()
+    let views = (0..x.shape()[d] as i64).map(|i| x.select(d as i64, i)).collect::<Result<Vec<_>>>()?;
+    Tensor::mark_multi_output(&views, "Unbind");
+    Ok(views)
 }
 
 /// `roll`: elements shifted along each of `dims` by the matching shift, wrapping around; with

@@ -8,6 +8,7 @@ use super::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
+use crate::storage::try_vec;
 use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
 
@@ -24,24 +25,32 @@ impl Axis {
         Axis { taps: vec![vec![0]], padded: vec![1] }
     }
 
-    fn window(input: usize, output: usize, w: &Window1) -> Axis {
-        let mut taps = Vec::with_capacity(output);
-        let mut padded = Vec::with_capacity(output);
+    /// The taps of each of `output` windows. Positions are found arithmetically (a kernel may
+    /// be far wider than the input) in i128, where no geometry that passed validation overflows.
+    fn window(input: usize, output: usize, w: &Window1) -> Result<Axis> {
+        let (mut taps, mut padded) = (try_vec(output)?, try_vec(output)?);
+        let (kernel, dilation, last_input) = (w.kernel as i128, w.dilation as i128, input as i128 - 1);
         for o in 0..output {
-            let start = (o * w.stride) as isize - w.pad as isize;
-            let positions = (0..w.kernel).map(|j| start + (j * w.dilation) as isize);
-            taps.push(positions.filter(|&i| i >= 0 && i < input as isize).map(|i| i as usize).collect());
-            let end = (start + w.kernel as isize).min((input + w.pad) as isize);
+            let start = o as i128 * w.stride as i128 - w.pad as i128;
+            let first = if start >= 0 { 0 } else { (-start + dilation - 1) / dilation };
+            let last = (last_input - start).div_euclid(dilation).min(kernel - 1);
+            taps.push((first..=last).map(|j| (start + j * dilation) as usize).collect());
+            let end = (start + kernel).min(input as i128 + w.pad as i128);
             padded.push((end - start) as usize);
         }
-        Axis { taps, padded }
+        Ok(Axis { taps, padded })
     }
 
     /// PyTorch's adaptive windows: output `o` covers `floor(o·in/out) .. ceil((o+1)·in/out)`.
-    fn adaptive(input: usize, output: usize) -> Axis {
-        let taps: Vec<Vec<usize>> = (0..output).map(|o| ((o * input) / output..((o + 1) * input).div_ceil(output)).collect()).collect();
-        let padded = taps.iter().map(|t| t.len()).collect();
-        Axis { taps, padded }
+    fn adaptive(input: usize, output: usize) -> Result<Axis> {
+        let (mut taps, mut padded) = (try_vec(output)?, try_vec(output)?);
+        let (i, n) = (input as u128, output as u128);
+        for o in 0..n {
+            let window = ((o * i / n) as usize)..(((o + 1) * i).div_ceil(n) as usize);
+            padded.push(window.len());
+            taps.push(window.collect());
+        }
+        Ok(Axis { taps, padded })
     }
 
     pub(super) fn len(&self) -> usize {
@@ -55,6 +64,13 @@ struct Window1 {
     stride: usize,
     pad: usize,
     dilation: usize,
+}
+
+impl Window1 {
+    /// The span of a dilated window, in i128: `dilation · (kernel - 1)` may pass 2**64.
+    fn effective(&self) -> i128 {
+        self.dilation as i128 * (self.kernel as i128 - 1) + 1
+    }
 }
 
 /// Window parameters as the functional API takes them: one value or one per spatial dim;
@@ -78,9 +94,9 @@ fn per_dim(op: &str, name: &str, values: &[i64], dims: usize) -> Result<Vec<i64>
 
 /// PyTorch's pooling output size, with `ceil_mode`'s rule that the last window must start
 /// inside the input or its left padding.
-fn pooled_size(input: usize, w: &Window1, ceil_mode: bool) -> isize {
-    let effective = (w.dilation * (w.kernel - 1) + 1) as isize;
-    let (stride, pad, input) = (w.stride as isize, w.pad as isize, input as isize);
+fn pooled_size(input: usize, w: &Window1, ceil_mode: bool) -> i128 {
+    let effective = w.effective();
+    let (stride, pad, input) = (w.stride as i128, w.pad as i128, input as i128);
     let span = input + 2 * pad - effective + if ceil_mode { stride - 1 } else { 0 };
     let mut out = span.div_euclid(stride) + 1;
     if ceil_mode && (out - 1) * stride >= input + pad {
@@ -124,18 +140,21 @@ fn window_axes(op: &str, spatial: &[usize], args: &WindowArgs, dims: usize) -> R
     let mut windows = Vec::with_capacity(dims);
     for d in 0..dims {
         let w = Window1 { kernel: kernel[d] as usize, stride: stride[d] as usize, pad: padding[d] as usize, dilation: dilation[d] as usize };
-        if w.pad > (w.dilation * (w.kernel - 1) + 1) / 2 {
+        if w.pad as i128 > w.effective() / 2 {
             bail!(Runtime, "pad should be at most half of effective kernel size, but got pad={}, kernel_size={} and dilation={}", w.pad, w.kernel, w.dilation);
         }
         windows.push(w);
     }
-    let sizes: Vec<isize> = (0..dims).map(|d| pooled_size(spatial[d], &windows[d], args.ceil_mode)).collect();
+    let sizes: Vec<i128> = (0..dims).map(|d| pooled_size(spatial[d], &windows[d], args.ceil_mode)).collect();
     if sizes.iter().any(|&s| s < 1) {
         let join = |v: Vec<String>| v.join("x");
         bail!(Runtime, "Given input size: ({}). Calculated output size: ({}). Output size is too small",
             join(spatial.iter().map(|s| s.to_string()).collect()), join(sizes.iter().map(|s| s.to_string()).collect()));
     }
-    Ok((0..dims).map(|d| Axis::window(spatial[d], sizes[d] as usize, &windows[d])).collect())
+    if sizes.iter().any(|&s| s > isize::MAX as i128) {
+        return Err(crate::layout::size_overflow(&sizes));
+    }
+    (0..dims).map(|d| Axis::window(spatial[d], sizes[d] as usize, &windows[d])).collect()
 }
 
 fn adaptive_axes(op: &str, spatial: &[usize], output_size: &[Option<i64>], dims: usize) -> Result<Vec<Axis>> {
@@ -149,7 +168,7 @@ fn adaptive_axes(op: &str, spatial: &[usize], output_size: &[Option<i64>], dims:
             Some(o) if o < 0 => bail!(Runtime, "{op}: elements of output_size must be greater than or equal to 0 but received {:?}", output_size),
             Some(o) => o as usize,
         };
-        axes.push(Axis::adaptive(spatial[d], out));
+        axes.push(Axis::adaptive(spatial[d], out)?);
     }
     Ok(axes)
 }
@@ -520,7 +539,7 @@ mod tests {
 
     #[test]
     fn adaptive_windows_overlap_like_pytorch() {
-        let a = Axis::adaptive(5, 3);
+        let a = Axis::adaptive(5, 3).unwrap();
         assert_eq!(a.taps, vec![vec![0, 1], vec![1, 2, 3], vec![3, 4]]);
     }
 

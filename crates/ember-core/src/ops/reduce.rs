@@ -45,10 +45,14 @@ impl ReduceOp {
 /// The reduced dims, deduplicated and checked; `None` means all.
 pub fn reduced_dims(dims: Option<&[i64]>, ndim: usize) -> Result<Vec<bool>> {
     let mut mask = vec![dims.is_none() || dims == Some(&[]); ndim];
+    let mut seen = vec![false; ndim.max(1)]; // a 0-d tensor has one dim to name (0 or -1)
     for &d in dims.unwrap_or(&[]) {
         let w = wrap_dim(d, ndim)?;
-        if ndim > 0 && std::mem::replace(&mut mask[w], true) {
+        if std::mem::replace(&mut seen[w], true) {
             bail!(Runtime, "dim {w} appears multiple times in the list of dims");
+        }
+        if ndim > 0 {
+            mask[w] = true;
         }
     }
     Ok(mask)
@@ -88,7 +92,6 @@ pub fn reduce(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dty
 fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     use ReduceOp::*;
     let mask = reduced_dims(dims, x.ndim())?;
-    let count: usize = x.shape().iter().zip(&mask).filter(|p| *p.1).map(|p| *p.0).product();
     let x = match dtype {
         Some(d) => x.to_dtype(d),
         None => x.clone(),
@@ -100,8 +103,14 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
     if op == Mean && !d.is_float() {
         bail!(Runtime, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", d.legacy_name());
     }
-    if matches!(op, Amax | Amin) && count == 0 && x.numel() > 0 || matches!(op, Amax | Amin) && x.numel() == 0 {
-        bail!(Index, "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.", if op == Amax { "amax" } else { "amin" });
+    if matches!(op, Amax | Amin) && x.numel() == 0 {
+        let name = if op == Amax { "amax" } else { "amin" };
+        if dims.is_none_or(|d| d.is_empty()) {
+            bail!(Runtime, "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+        }
+        if let Some(d) = (0..x.ndim()).find(|&d| mask[d] && x.shape()[d] == 0) {
+            bail!(Index, "{name}(): Expected reduction dim {d} to have non-zero size.");
+        }
     }
     let out_dtype = match op {
         Sum | Prod if !d.is_float() => DType::I64,
@@ -423,14 +432,15 @@ fn arg_reduce_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool, max: bool) -> 
         Some(d) => (x.clone(), x.wrap_dim(d)?),
         None => (x.reshape(&[-1])?, 0),
     };
-    let x = if x.ndim() == 0 { x.reshape(&[1])? } else { x };
+    let scalar = x.ndim() == 0; // reduced as one element; the results stay 0-d, keepdim or not
+    let x = if scalar { x.reshape(&[1])? } else { x };
     let n = x.shape()[dim];
     if n == 0 {
         bail!(Index, "{name}(): Expected reduction dim {dim} to have non-zero size.");
     }
     let mut mask = vec![false; x.ndim()];
     mask[dim] = true;
-    let shape = out_shape(x.shape(), &mask, keepdim);
+    let shape = out_shape(x.shape(), &mask, keepdim && !scalar);
     let values = Tensor::uninit(&shape, x.dtype())?;
     let indices = Tensor::uninit(&shape, DType::I64)?;
     // `dim` moved last with the kept dims in their order (a transpose would swap the last kept

@@ -157,6 +157,7 @@ impl UnaryOp {
                 }
             }
             NanToNum(..) => x,
+            Frac if !x.is_float() => bail!(NotImplemented, "\"frac_cpu\" not implemented for '{}'", x.legacy_name()),
             _ => x.to_float(),
         })
     }
