@@ -8,7 +8,7 @@ STAMPS := .stamps
 
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: demo test build bench parity fuzz clean
+.PHONY: demo test build wheels bench parity fuzz clean
 
 demo: build
 	$(PY) examples/tour.py
@@ -35,6 +35,24 @@ $(STAMPS)/deps: requirements-dev.txt | $(PY)
 $(STAMPS)/packages: $(STAMPS)/deps $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 	$(PIP) install --no-deps --no-build-isolation $(foreach p,$(PACKAGES),-e ./$(p))
 	@touch $@
+
+# Wheels that install alone, into dist/: ember as one abi3 wheel (CPython 3.11 and later) linked
+# by zig against glibc 2.28 (manylinux_2_28), whatever this machine's glibc, and the pure-Python
+# domain packages; auditwheel checks the ember wheel's tag, then tests/wheels installs every wheel
+# into fresh virtualenvs outside the repository. A release build of the Rust core: minutes.
+WHEELS_TARGET ?= target/wheels
+wheels: $(STAMPS)/deps $(STAMPS)/wheel-deps
+	rm -rf dist && mkdir -p dist
+	PATH=$(abspath $(VENV))/bin:$$PATH CARGO_TARGET_DIR=$(WHEELS_TARGET) $(VENV)/bin/maturin build -q --release \
+	  --zig --compatibility manylinux_2_28 -m core-py/Cargo.toml -o dist
+	$(PIP) wheel --no-deps --no-build-isolation -w dist $(addprefix ./,$(PACKAGES))
+	$(VENV)/bin/auditwheel show dist/ember-*.whl
+	@ls -l dist
+	EMBER_WHEEL_DIR=$(abspath dist) $(PY) -m pytest -q tests/wheels
+
+$(STAMPS)/wheel-deps: requirements-wheels.txt | $(PY)
+	$(PIP) install -r requirements-wheels.txt
+	@mkdir -p $(STAMPS) && touch $@
 
 # Benchmarks against NumPy and PyTorch (heavy: installs the CPU build of PyTorch).
 bench: build

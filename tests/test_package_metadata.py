@@ -109,3 +109,27 @@ def test_gitignore_covers_build_outputs():
              for output in ("build", "dist", f"{package}.egg-info")]
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=ROOT, capture_output=True, text=True)
     assert ignored.stdout.split() == paths
+
+
+CRATES = ["ember-core", "ember-text", "ember-audio"]
+
+
+def test_workspace_rust_version_is_the_avx512_one():
+    # `target_feature(enable = "avx512f")` and the AVX-512 intrinsics are stable since Rust 1.89.
+    workspace = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]
+    assert workspace["rust-version"] == "1.89" and workspace["repository"] == REPOSITORY
+
+
+@pytest.mark.parametrize("crate", CRATES)
+def test_each_crate_is_publishable(crate):
+    folder = ROOT / "crates" / crate
+    package = tomllib.loads((folder / "Cargo.toml").read_text())["package"]
+    for field in ("version", "edition", "license", "rust-version", "authors", "repository", "homepage"):
+        assert package[field] == {"workspace": True}, f"{crate}: {field} is not the workspace's"
+    assert package["description"] and package["keywords"] and package["categories"]
+    assert package["documentation"] == f"https://docs.rs/{crate}" and package["readme"] == "README.md"
+    assert (folder / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+    readme = (folder / "README.md").read_text()
+    assert "```rust\n" in readme, f"{crate}'s README has no example"
+    # The README's examples run as doc tests: included as the crate's docs or as a doctest item.
+    assert 'include_str!("../README.md")' in (folder / "src" / "lib.rs").read_text()

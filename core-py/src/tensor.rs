@@ -260,14 +260,19 @@ impl PyTensor {
 
     // ---- views (no copies) ----
 
-    #[pyo3(signature = (*shape))]
-    fn view(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        if shape.len() == 1 {
-            if let Ok(d) = shape.get_item(0)?.cast::<PyDType>() {
-                return Err(PyTypeError::new_err(format!("view(dtype={}) reinterpretation is not supported yet", d.get().0)));
-            }
+    /// `view(*shape)`, or `view(dtype)`: the same bytes read as another dtype.
+    #[pyo3(signature = (*shape, dtype=None))]
+    fn view(&self, shape: &Bound<'_, PyTuple>, dtype: Option<PyDType>) -> PyResult<PyTensor> {
+        let positional_dtype = match shape.len() {
+            1 => shape.get_item(0)?.cast::<PyDType>().ok().map(|d| d.get().0),
+            _ => None,
+        };
+        match (positional_dtype, dtype) {
+            (Some(d), None) => Ok(PyTensor::new(self.t.view_dtype(d).py()?)),
+            (None, Some(d)) if shape.is_empty() => Ok(PyTensor::new(self.t.view_dtype(d.0).py()?)),
+            (None, None) => Ok(PyTensor::new(self.t.view(&varargs_shape(shape)?).py()?)),
+            _ => Err(PyTypeError::new_err("view() takes either a shape or a dtype, not both")),
         }
-        Ok(PyTensor::new(self.t.view(&varargs_shape(shape)?).py()?))
     }
     #[pyo3(signature = (*shape))]
     fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {

@@ -228,6 +228,8 @@ def _send(conn, data, worker_id):
 def worker_loop(cfg, index_queue, result_conn, done_event):
     """Runs the `Fetch` tasks from `index_queue` until it receives None, answering each on `result_conn`."""
     global _worker_info
+    # One kernel thread per worker, as PyTorch's workers: the workers already use the cores.
+    ember.set_num_threads(1)
     seed = cfg.base_seed + cfg.worker_id
     seed_process(seed)
     _worker_info = WorkerInfo(cfg.worker_id, cfg.num_workers, seed, cfg.dataset)

@@ -2,9 +2,8 @@
 
 Worker processes follow PyTorch's design (one index queue per worker, prefetching, exceptions
 re-raised in the main process with the worker's traceback), except that each worker answers on a
-pipe of its own, in order (see _MultiProcessingDataLoaderIter). They start with the 'forkserver'
-method by default (PyTorch uses 'fork' on Linux): ember's thread pool is not fork-safe, and a
-forkserver child starts from a clean process.
+pipe of its own, in order (see _MultiProcessingDataLoaderIter). They start with Python's default
+method, as PyTorch's: 'fork' on Linux (ember's threads are remade in a forked child).
 """
 import atexit
 import collections
@@ -55,13 +54,21 @@ def _env_sharding():
     return world, rank
 
 
-def _default_context():
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    # The server imports emberdata (and so ember and NumPy) once; every worker forked from it
-    # then starts in milliseconds instead of importing them again.
-    ctx.set_forkserver_preload(["__main__", "emberdata"])
+def _start_context(requested):
+    """The multiprocessing context workers start with: `multiprocessing_context` if given, else
+    Python's default, as PyTorch's (``fork`` on Linux before Python 3.14), so scripts without an
+    ``if __name__ == "__main__":`` guard and datasets defined in them work. Ember's threads are
+    remade in a forked child, whatever ran in the parent before the fork."""
+    if requested is None:
+        ctx = multiprocessing.get_context()
+    elif isinstance(requested, str):
+        ctx = multiprocessing.get_context(requested)
+    else:
+        ctx = requested
+    if ctx.get_start_method() == "forkserver":
+        # The server imports emberdata (and so ember and NumPy) once; every worker forked from it
+        # then starts in milliseconds instead of importing them again.
+        ctx.set_forkserver_preload(["__main__", "emberdata"])
     return ctx
 
 
@@ -244,8 +251,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._prefetch_factor = loader.prefetch_factor
         self._timeout = loader.timeout
         self._persistent_workers = loader.persistent_workers
-        ctx = loader.multiprocessing_context
-        ctx = _default_context() if ctx is None else (multiprocessing.get_context(ctx) if isinstance(ctx, str) else ctx)
+        ctx = _start_context(loader.multiprocessing_context)
         self._shutdown = False
         self._shm_prefix = _shm.new_prefix() if _shm.available() else None
         self._shm_receiver = _shm.Receiver()

@@ -71,6 +71,7 @@ impl Dictionary {
         self.entries.len()
     }
 
+    /// Whether there are no entries.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -86,6 +87,7 @@ impl Dictionary {
             .ok_or_else(|| AudioError::Invalid(format!("unknown dictionary entry '{entry}'")))
     }
 
+    /// Whether `entry` is in the dictionary (the default index does not count).
     pub fn contains(&self, entry: &str) -> bool {
         self.index_of.contains_key(entry)
     }

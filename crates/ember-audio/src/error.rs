@@ -6,11 +6,19 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq)]
 pub enum AudioError {
     /// A file could not be read.
-    Io { path: String, message: String },
+    Io {
+        /// The file.
+        path: String,
+        /// What reading it reported.
+        message: String,
+    },
     /// A file's content does not follow its format; `line` is 1-based when known.
     Parse {
+        /// The kind of file (tokens, lexicon, ARPA LM).
         what: String,
+        /// The line, 1-based (0 when unknown).
         line: usize,
+        /// What is wrong with it.
         message: String,
     },
     /// A caller's argument is out of range or inconsistent.

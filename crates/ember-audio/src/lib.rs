@@ -34,3 +34,8 @@ pub use dictionary::{Dictionary, Lexicon};
 pub use error::AudioError;
 pub use lm::{arpa::ArpaLm, LanguageModel, ZeroLm};
 pub use trie::Trie;
+
+/// The README's examples, run as doc tests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;

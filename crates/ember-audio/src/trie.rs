@@ -13,7 +13,7 @@ pub const MAX_LABELS_PER_NODE: usize = 6;
 /// Below this difference `log_add` returns the larger operand unchanged.
 const LOG_ADD_CUTOFF: f64 = -39.14;
 
-/// Index of a node in [`Trie::nodes`]; the root is 0.
+/// Index of a node in the trie's node arena; the root is 0.
 pub type NodeId = u32;
 
 /// One trie node.
@@ -52,6 +52,7 @@ impl TrieNode {
             .map(|i| self.children[i].1)
     }
 
+    /// Whether any spelling continues below this node.
     pub fn has_children(&self) -> bool {
         !self.children.is_empty()
     }
@@ -65,6 +66,7 @@ pub struct Trie {
     dropped_labels: usize,
 }
 
+/// The root node's id.
 pub const ROOT: NodeId = 0;
 
 impl Trie {
@@ -177,15 +179,18 @@ impl Trie {
         Ok(trie)
     }
 
+    /// The node with id `id`.
     #[inline]
     pub fn node(&self, id: NodeId) -> &TrieNode {
         &self.nodes[id as usize]
     }
 
+    /// Number of nodes, the root included.
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
 
+    /// Never: the root is always there.
     pub fn is_empty(&self) -> bool {
         false
     }

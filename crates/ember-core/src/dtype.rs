@@ -10,6 +10,14 @@ pub type CHalf = Complex<f16>;
 pub type CFloat = Complex<f32>;
 pub type CDouble = Complex<f64>;
 
+/// An element type, named as PyTorch names it (`DType::F32` is `torch.float32`), promoted by
+/// PyTorch's rules.
+///
+/// ```
+/// use ember_core::DType;
+/// assert_eq!(DType::promote(DType::I64, DType::F16), DType::F16);
+/// assert_eq!((DType::C64.size(), DType::BF16.name()), (8, "bfloat16"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
     Bool,

@@ -3,6 +3,15 @@
 use crate::bail;
 use crate::error::Result;
 
+/// Shape, signed strides and offset, in elements: where each logical element lies in storage.
+///
+/// ```
+/// use ember_core::Layout;
+/// let l = Layout::contiguous(&[2, 3]);
+/// assert_eq!((l.strides(), l.is_contiguous()), (&[3isize, 1][..], true));
+/// let t = l.transpose(0, 1);
+/// assert_eq!((t.shape(), t.strides(), t.is_contiguous()), (&[3usize, 2][..], &[1isize, 3][..], false));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     shape: Vec<usize>,

@@ -1,5 +1,4 @@
-//! Ember's tensor engine: strided CPU tensors over shared storage, PyTorch's dtypes and
-//! promotion, and parallel kernels grouped by op family.
+#![doc = include_str!("../README.md")]
 pub mod autograd;
 pub mod device;
 pub mod dtype;

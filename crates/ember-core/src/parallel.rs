@@ -3,13 +3,14 @@
 //! as OpenMP's do, because waking a sleeping thread costs tens of microseconds (more on a VM) and
 //! a sleeping caller costs as much again. Kernels built on rayon (gemm, faer, parallel sorts)
 //! use the rayon pool. `set_num_threads` replaces both. Work below `GRAIN` elements stays on the
-//! calling thread, where a fork/join would cost more than it saves.
+//! calling thread, where a fork/join would cost more than it saves. A forked child (`fork(2)`,
+//! a DataLoader worker) starts its own threads on its first parallel op.
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// Elements per task below which splitting is not worth a task.
@@ -29,12 +30,63 @@ struct Threads {
     team: Arc<Team>,
 }
 
+/// The threads, made on first use. A forked child has none of its parent's threads (only the
+/// one that called `fork`), so `after_fork_in_child` empties this and the child's first parallel
+/// op makes its own: PyTorch's pools are remade in a forked child the same way. The parent's
+/// copy is leaked in the child: its locks and queues may be mid-use by threads that are gone.
+static SLOT: AtomicPtr<RwLock<Threads>> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The count `set_num_threads` asked for (0: one per core); a forked child keeps it.
+static REQUESTED: AtomicUsize = AtomicUsize::new(0);
+
 fn slot() -> &'static RwLock<Threads> {
-    static THREADS: OnceLock<RwLock<Threads>> = OnceLock::new();
-    THREADS.get_or_init(|| {
-        let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        RwLock::new(Threads::new(n))
-    })
+    let threads = SLOT.load(Acquire);
+    if threads.is_null() {
+        return start_threads();
+    }
+    // Set once per process by `start_threads`, never freed.
+    unsafe { &*threads }
+}
+
+#[cold]
+fn start_threads() -> &'static RwLock<Threads> {
+    register_fork_handlers();
+    let n = match REQUESTED.load(Relaxed) {
+        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        n => n,
+    };
+    let fresh = Box::into_raw(Box::new(RwLock::new(Threads::new(n))));
+    match SLOT.compare_exchange(std::ptr::null_mut(), fresh, AcqRel, Acquire) {
+        Ok(_) => unsafe { &*fresh },
+        Err(first) => {
+            // Another thread started them first; ours were never shared.
+            drop(unsafe { Box::from_raw(fresh) });
+            unsafe { &*first }
+        }
+    }
+}
+
+/// Registers, once per process, the `pthread_atfork` handlers that keep a forked child (a
+/// DataLoader worker, `os.fork`) able to run every kernel, whatever ran before the fork.
+pub(crate) fn register_fork_handlers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let rc = unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
+        assert_eq!(rc, 0, "pthread_atfork failed");
+    });
+}
+
+extern "C" fn before_fork() {
+    crate::storage::large_cache::hold_for_fork();
+}
+
+extern "C" fn after_fork_in_parent() {
+    crate::storage::large_cache::release_after_fork();
+}
+
+extern "C" fn after_fork_in_child() {
+    crate::storage::large_cache::release_after_fork();
+    SLOT.store(std::ptr::null_mut(), SeqCst);
 }
 
 impl Threads {
@@ -64,8 +116,14 @@ pub fn num_threads() -> usize {
 
 pub fn set_num_threads(n: usize) {
     let n = n.max(1);
-    if num_threads() != n {
-        *slot().write().unwrap() = Threads::new(n);
+    REQUESTED.store(n, Relaxed);
+    let threads = SLOT.load(Acquire);
+    if threads.is_null() {
+        return; // not started (or a forked child's not yet): the first parallel op starts `n`
+    }
+    let slot = unsafe { &*threads };
+    if slot.read().unwrap().rayon.current_num_threads() != n {
+        *slot.write().unwrap() = Threads::new(n);
     }
 }
 
@@ -278,6 +336,31 @@ mod tests {
                 assert!(covered(n, grain).iter().all(|&c| c == 1), "n={n} grain={grain}");
             }
         }
+    }
+
+    #[test]
+    fn a_forked_child_runs_parallel_work_on_threads_of_its_own() {
+        use rayon::prelude::*;
+        let sum_on_pool = || pool().install(|| (0..1u64 << 20).into_par_iter().sum::<u64>());
+        // Both kinds of threads have run (and are spinning or asleep) when the parent forks.
+        assert!(covered(1 << 20, 1).iter().all(|&c| c == 1));
+        let expected = sum_on_pool();
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let ok = covered(1 << 20, 1).iter().all(|&c| c == 1) && sum_on_pool() == expected;
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        assert!(pid > 0, "fork failed");
+        let started = Instant::now();
+        let mut status = 0;
+        while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+            if started.elapsed() > Duration::from_secs(60) {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("the forked child hung on its first parallel op");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child's results were wrong");
     }
 
     #[test]

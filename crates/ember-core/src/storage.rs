@@ -53,7 +53,7 @@ pub fn try_vec<T>(capacity: usize) -> Result<Vec<T>> {
 /// touch, and with huge pages sometimes a synchronous compaction stall: more than the op that
 /// fills it. Reusing a freed block of the same size class skips both, as glibc's heap does for
 /// NumPy and PyTorch. Bounded by `LARGE_CACHE_BYTES`, oldest evicted first.
-mod large_cache {
+pub(crate) mod large_cache {
     use super::{capacity, layout};
     use std::alloc;
     use std::sync::Mutex;
@@ -87,8 +87,25 @@ mod large_cache {
         std::mem::take(&mut c.total) > 0
     }
 
+    thread_local! {
+        /// The cache's lock, held by the forking thread across `fork`.
+        static HELD_FOR_FORK: std::cell::Cell<Option<std::sync::MutexGuard<'static, Cache>>> = const { std::cell::Cell::new(None) };
+    }
+
+    /// Taken before `fork` (see `parallel::after_fork_in_child`): a forked child has only the
+    /// forking thread, so a lock another thread held at that moment would stay held forever.
+    pub fn hold_for_fork() {
+        HELD_FOR_FORK.set(Some(CACHE.lock().unwrap_or_else(|e| e.into_inner())));
+    }
+
+    /// Released after `fork`, in the parent and in the child.
+    pub fn release_after_fork() {
+        drop(HELD_FOR_FORK.take());
+    }
+
     /// Keeps the block for reuse, evicting the oldest ones beyond the budget.
     pub fn give(ptr: *mut u8, bytes: usize) {
+        crate::parallel::register_fork_handlers();
         let cap = capacity(bytes);
         let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         c.blocks.push((cap, ptr as usize));

@@ -11,9 +11,23 @@ use crate::autograd::{self, meta::AutogradMeta};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// A strided tensor: a cheap-to-clone handle (an `Arc`) on shared storage, a [`Layout`] and a
+/// [`DType`]. Clones and views share the data; writes through any of them are seen by all, as
+/// in PyTorch.
+///
+/// ```
+/// use ember_core::{DType, Tensor};
+/// let a = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], &[2, 3])?;
+/// let col = a.select(1, 2)?; // a view of the last column
+/// assert_eq!((a.shape(), a.dtype()), (&[2, 3][..], DType::I64));
+/// assert_eq!(col.to_vec::<i64>()?, [3, 6]);
+/// assert_eq!((&col * 2.0).to_dtype(DType::I64).to_vec::<i64>()?, [6, 12]);
+/// # Ok::<(), ember_core::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Arc<Inner>);
 
+/// What a [`Tensor`] handle shares: storage, layout, dtype and autograd state.
 pub struct Inner {
     storage: Arc<Storage>,
     layout: Layout,

@@ -6,18 +6,25 @@ use crate::error::{Error, Result};
 /// special and padding tokens have (0, 0).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Encoding {
+    /// Token ids.
     pub ids: Vec<u32>,
+    /// Segment of each token: 0 for the first input, 1 for the second.
     pub type_ids: Vec<u32>,
+    /// (start, end) character indices of each token in the original string.
     pub offsets: Vec<(u32, u32)>,
+    /// 1 for `[CLS]`, `[SEP]` and padding, 0 for the input's own tokens.
     pub special_tokens_mask: Vec<u32>,
+    /// 1 for real tokens, 0 for padding.
     pub attention_mask: Vec<u32>,
 }
 
 impl Encoding {
+    /// Number of tokens.
     pub fn len(&self) -> usize {
         self.ids.len()
     }
 
+    /// Whether there are no tokens.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
@@ -78,23 +85,30 @@ impl Encoding {
     }
 }
 
+/// Which end truncation cuts from or padding adds to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Side {
+    /// The start.
     Left,
+    /// The end (the default).
     #[default]
     Right,
 }
 
+/// How a pair of inputs is shortened to `max_length`, named as HuggingFace names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TruncationStrategy {
     /// Shorten the longer of the pair first (both to about half when both are long).
     #[default]
     LongestFirst,
+    /// Shorten only the first input.
     OnlyFirst,
+    /// Shorten only the second input.
     OnlySecond,
 }
 
 impl TruncationStrategy {
+    /// From HuggingFace's name: `longest_first`, `only_first`, `only_second`.
     pub fn from_name(name: &str) -> Option<Self> {
         Some(match name {
             "longest_first" => Self::LongestFirst,
@@ -105,22 +119,31 @@ impl TruncationStrategy {
     }
 }
 
+/// Truncation settings, as `tokenizer.enable_truncation` takes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Truncation {
     /// Length of the final encoding, special tokens included.
     pub max_length: usize,
+    /// Which input of a pair loses tokens.
     pub strategy: TruncationStrategy,
+    /// Which end tokens are cut from.
     pub side: Side,
 }
 
+/// Padding settings, as `tokenizer.enable_padding` takes them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Padding {
     /// `None` pads a batch to its longest encoding.
     pub length: Option<usize>,
+    /// Round the padded length up to a multiple of this.
     pub pad_to_multiple_of: Option<usize>,
+    /// Id of the padding token.
     pub pad_id: u32,
+    /// Segment id given to padding.
     pub pad_type_id: u32,
+    /// The padding token's text.
     pub pad_token: String,
+    /// Which end padding goes to.
     pub side: Side,
 }
 

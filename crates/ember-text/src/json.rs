@@ -26,12 +26,15 @@ fn usize_field(v: &Value, key: &str) -> Option<usize> {
 }
 
 impl BertTokenizer {
+    /// From a HuggingFace `tokenizer.json` of a BERT WordPiece model: its vocabulary, normaliser
+    /// options, special tokens, truncation and padding.
     pub fn from_tokenizer_json(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
         Self::from_json_str(&text).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))
     }
 
+    /// `from_tokenizer_json` on the file's text.
     pub fn from_json_str(text: &str) -> Result<Self> {
         let root: Value = serde_json::from_str(text).map_err(|e| invalid(format!("not valid JSON ({e})")))?;
         let model = root.get("model").ok_or_else(|| invalid("no 'model'"))?;

@@ -1,15 +1,4 @@
-//! BERT's WordPiece tokenizer in pure Rust, behaving as HuggingFace `tokenizers`' BERT
-//! pipeline does: `BertNormalizer` → `BertPreTokenizer` → `WordPiece`, then truncation, the
-//! `[CLS]`/`[SEP]` frame and padding. Offsets are character indices into the original string.
-//!
-//! ```
-//! use ember_text::{BertTokenizer, Options, Vocab};
-//! let vocab = Vocab::from_lines("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n!\n##s", "##");
-//! let tok = BertTokenizer::new(vocab, &Options::default()).unwrap();
-//! let enc = tok.encode("Hello worlds!", None, true).unwrap();
-//! assert_eq!(tok.tokens(&enc), ["[CLS]", "hello", "world", "##s", "!", "[SEP]"]);
-//! assert_eq!(enc.offsets[3], (11, 12));
-//! ```
+#![doc = include_str!("../README.md")]
 mod encoding;
 mod error;
 mod json;

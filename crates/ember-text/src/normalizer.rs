@@ -4,6 +4,7 @@
 use crate::unicode::{is_chinese_char, is_clean_whitespace, is_nonspacing_mark, is_removed_by_cleaning};
 use unicode_normalization_alignments::char::{canonical_combining_class, decompose_canonical};
 
+/// HuggingFace's `BertNormalizer` options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BertNormalizer {
     /// Remove control characters and turn every kind of whitespace into `' '`.
@@ -12,6 +13,7 @@ pub struct BertNormalizer {
     pub handle_chinese_chars: bool,
     /// Decompose (NFD) and drop nonspacing marks.
     pub strip_accents: bool,
+    /// Lowercase every character.
     pub lowercase: bool,
 }
 
@@ -25,7 +27,9 @@ impl BertNormalizer {
 /// The normalised text and, per byte of it, the index of the original character it came from.
 #[derive(Default, Debug)]
 pub struct Normalized {
+    /// The normalised text.
     pub text: String,
+    /// For each byte of `text`, the index of the original character it came from.
     pub origin: Vec<u32>,
     /// Combining marks (non-zero combining class) waiting for canonical ordering.
     marks: Vec<Mark>,

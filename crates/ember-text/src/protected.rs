@@ -9,6 +9,7 @@ struct Entry {
     whole_word: bool,
 }
 
+/// The protected tokens of a tokenizer, matched longest first.
 #[derive(Clone, Debug, Default)]
 pub struct Protected {
     /// Longest first, so the first entry that matches at a position is the longest match.
@@ -20,11 +21,15 @@ pub struct Protected {
 /// A part of the input: plain text (with the index of its first character), or a protected
 /// token (with its character range).
 pub enum Piece<'a> {
+    /// Plain text and the index of its first character.
     Text(&'a str, u32),
+    /// A protected token: its id and its (start, end) character range.
     Token(u32, u32, u32),
 }
 
 impl Protected {
+    /// Protects `text` as token `id`; `whole_word` tokens match only as whole
+    /// whitespace-separated words. Empty and repeated texts are ignored.
     pub fn add(&mut self, text: &str, id: u32, whole_word: bool) {
         if text.is_empty() || self.entries.iter().any(|e| &*e.text == text) {
             return;

@@ -15,13 +15,21 @@ use std::path::Path;
 /// `BertWordPieceTokenizer` defaults.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// Text normalisation before splitting into words.
     pub normalizer: BertNormalizer,
+    /// The token for words not in the vocabulary (it must be in it).
     pub unk_token: String,
+    /// The token that opens an encoding.
     pub cls_token: String,
+    /// The token that closes each input of an encoding.
     pub sep_token: String,
+    /// The padding token.
     pub pad_token: String,
+    /// The mask token (a special token `decode` can skip).
     pub mask_token: String,
+    /// The prefix of pieces that continue a word (`##`).
     pub continuing_subword_prefix: String,
+    /// Words with more characters than this become one unknown token.
     pub max_input_chars_per_word: usize,
     /// Recognise the special tokens that are in the vocabulary anywhere in the raw text, as
     /// HuggingFace does; TorchText's BERTTokenizer does not.
@@ -47,6 +55,7 @@ impl Default for Options {
     }
 }
 
+/// A BERT WordPiece tokenizer: see the crate docs for the pipeline.
 #[derive(Clone, Debug)]
 pub struct BertTokenizer {
     normalizer: BertNormalizer,
@@ -56,7 +65,9 @@ pub struct BertTokenizer {
     special_ids: Vec<u32>,
     cls_id: Option<u32>,
     sep_id: Option<u32>,
+    /// Truncation applied by `encode` and `encode_batch`, if any.
     pub truncation: Option<Truncation>,
+    /// Padding applied by `encode` and `encode_batch` (to the batch's longest), if any.
     pub padding: Option<Padding>,
 }
 
@@ -72,6 +83,7 @@ thread_local! {
 }
 
 impl BertTokenizer {
+    /// A tokenizer over `vocab`, which must hold `options.unk_token`.
     pub fn new(vocab: Vocab, options: &Options) -> Result<Self> {
         let unk_id = vocab
             .get(&options.unk_token)
@@ -124,18 +136,22 @@ impl BertTokenizer {
         BertTokenizer { normalizer, model, protected, special_ids, cls_id: cls_sep.0, sep_id: cls_sep.1, truncation: None, padding: None }
     }
 
+    /// The vocabulary.
     pub fn vocab(&self) -> &Vocab {
         &self.model.vocab
     }
 
+    /// The id of `token`, if it is in the vocabulary.
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
         self.model.vocab.get(token)
     }
 
+    /// The token with id `id`, if there is one.
     pub fn id_to_token(&self, id: u32) -> Option<&str> {
         self.model.vocab.token(id)
     }
 
+    /// The normaliser options.
     pub fn normalizer(&self) -> BertNormalizer {
         self.normalizer
     }

@@ -3,6 +3,7 @@ use crate::error::{Error, Result};
 use rustc_hash::FxHashMap;
 use std::path::Path;
 
+/// A WordPiece vocabulary: token ↔ id.
 #[derive(Clone, Debug)]
 pub struct Vocab {
     ids: FxHashMap<Box<str>, u32>,
@@ -43,14 +44,17 @@ impl Vocab {
         Ok(Self::from_lines(&text, prefix))
     }
 
+    /// `from_file` on the file's text.
     pub fn from_lines(text: &str, prefix: &str) -> Self {
         Self::new(text.lines().enumerate().map(|(i, line)| (line.trim_end().to_string(), i as u32)), prefix)
     }
 
+    /// The id of `token`.
     pub fn get(&self, token: &str) -> Option<u32> {
         self.ids.get(token).copied()
     }
 
+    /// The token with id `id`.
     pub fn token(&self, id: u32) -> Option<&str> {
         self.tokens.get(id as usize).and_then(|t| t.as_deref())
     }
@@ -60,6 +64,7 @@ impl Vocab {
         self.tokens.len()
     }
 
+    /// Whether there are no tokens.
     pub fn is_empty(&self) -> bool {
         self.tokens.is_empty()
     }

@@ -1,10 +1,14 @@
 //! WordPiece: greedy longest-match-first split of one word into vocabulary pieces.
 use crate::vocab::Vocab;
 
+/// The WordPiece model: a vocabulary, its unknown token and continuation prefix.
 #[derive(Clone, Debug)]
 pub struct WordPiece {
+    /// The vocabulary.
     pub vocab: Vocab,
+    /// Id of the unknown token.
     pub unk_id: u32,
+    /// Prefix of continuation pieces (`##`).
     pub prefix: String,
     /// Words with more characters than this become a single unknown token.
     pub max_input_chars_per_word: usize,

@@ -35,10 +35,15 @@ def _describe_fn(fn):
 
 
 class _DillFunction:
-    """A lambda carried through pickle as dill bytes (only built when dill is installed)."""
+    """A lambda carried through pickle as dill bytes (only built when dill is installed); where
+    it is not pickled (a forked worker inherits it) it calls the function itself."""
 
     def __init__(self, fn):
+        self.fn = fn
         self.payload = dill.dumps(fn)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
 
     def __reduce__(self):
         return dill.loads, (self.payload,)

@@ -68,6 +68,7 @@ impl Candidates {
             + self.member_scores.capacity() * std::mem::size_of::<f64>()
     }
 
+    /// Empties the beam for the next frame.
     pub fn reset(&mut self) {
         self.best = f64::NEG_INFINITY;
         self.items.clear();
@@ -186,6 +187,7 @@ impl History {
             .reserve(frames.saturating_mul(beam_size.min(MAX_RESERVED_BEAM)));
     }
 
+    /// Records the hypotheses kept at one frame.
     pub fn push_frame(&mut self, hyps: &[Hyp]) {
         self.starts.push(self.steps.len());
         self.steps.extend(hyps.iter().map(|h| Step {

@@ -14,10 +14,15 @@ use crate::trie::{Trie, ROOT};
 
 /// The search, borrowing its trie and LM; cheap to build, reusable, shareable across threads.
 pub struct LexiconDecoder<'a, L: LanguageModel> {
+    /// Beam widths, thresholds and score terms.
     pub options: BeamOptions,
+    /// The lexicon trie.
     pub trie: &'a Trie,
+    /// The word-level language model.
     pub lm: &'a L,
+    /// Index of the silence token.
     pub silence: usize,
+    /// Index of the CTC blank.
     pub blank: usize,
     /// Word index proposed for out-of-lexicon spellings.
     pub unk_word: usize,

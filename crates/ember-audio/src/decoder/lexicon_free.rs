@@ -10,8 +10,11 @@ use crate::lm::LanguageModel;
 pub struct LexiconFreeDecoder<'a, L: LanguageModel> {
     /// `word_score` and `unk_score` are unused here.
     pub options: BeamOptions,
+    /// The token-level language model.
     pub lm: &'a L,
+    /// Index of the silence token.
     pub silence: usize,
+    /// Index of the CTC blank.
     pub blank: usize,
 }
 

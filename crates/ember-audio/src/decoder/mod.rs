@@ -32,6 +32,7 @@ pub struct BeamOptions {
     pub beam_size_token: usize,
     /// Candidates more than this below the frame's best are dropped.
     pub beam_threshold: f64,
+    /// Weight of the LM score.
     pub lm_weight: f64,
     /// Added per known word.
     pub word_score: f64,
@@ -47,10 +48,15 @@ pub struct BeamOptions {
 /// the initial and final pseudo-frames (so `frames + 2` entries; -1 where no word ends).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodeResult {
+    /// Total score: acoustic, LM and word/silence terms.
     pub score: f64,
+    /// The acoustic model's part of the score.
     pub am_score: f64,
+    /// The LM's part of the score (already weighted).
     pub lm_score: f64,
+    /// Token index per frame.
     pub tokens: Vec<i32>,
+    /// Word index per frame, -1 where no word ends.
     pub words: Vec<i32>,
 }
 
@@ -80,6 +86,7 @@ pub struct CtcHypothesis {
     pub tokens: Vec<usize>,
     /// Words, in order (empty for lexicon-free decoding).
     pub words: Vec<String>,
+    /// The search's total score.
     pub score: f64,
     /// For each token, its position in the search's frame sequence (which starts with the
     /// initial pseudo-frame, so frame `t` of the emissions is position `t + 1`).
@@ -89,18 +96,29 @@ pub struct CtcHypothesis {
 /// `ctc_decoder`'s options with TorchAudio's defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CtcDecoderOptions {
+    /// Hypotheses returned per utterance.
     pub nbest: usize,
+    /// Hypotheses kept per frame.
     pub beam_size: usize,
     /// `None`: every token.
     pub beam_size_token: Option<usize>,
+    /// Candidates more than this below the frame's best are dropped.
     pub beam_threshold: f64,
+    /// Weight of the LM score.
     pub lm_weight: f64,
+    /// Added per known word.
     pub word_score: f64,
+    /// Added per unknown word; `-inf` disables unknown words.
     pub unk_score: f64,
+    /// Added per silence token.
     pub sil_score: f64,
+    /// Merge equal states by log-add instead of max.
     pub log_add: bool,
+    /// The CTC blank.
     pub blank_token: String,
+    /// The silence (word boundary) token.
     pub sil_token: String,
+    /// The lexicon's unknown word.
     pub unk_word: String,
 }
 
@@ -126,7 +144,9 @@ impl Default for CtcDecoderOptions {
 /// The language models the front end can build from files: none (all scores 0) or ARPA.
 #[derive(Debug, Clone)]
 pub enum DecoderLm {
+    /// No LM: every score is 0.
     Zero,
+    /// An ARPA n-gram model.
     Arpa(ArpaLm),
 }
 
@@ -351,18 +371,22 @@ impl<L: LanguageModel> CtcDecoder<L> {
             .collect()
     }
 
+    /// The token set, in the order of the emissions' columns.
     pub fn tokens(&self) -> &Dictionary {
         &self.tokens
     }
 
+    /// The lexicon's words (lexicon decoding only).
     pub fn words(&self) -> Option<&Dictionary> {
         self.words.as_ref()
     }
 
+    /// The lexicon trie (lexicon decoding only).
     pub fn trie(&self) -> Option<&Trie> {
         self.trie.as_ref()
     }
 
+    /// The language model.
     pub fn lm(&self) -> &L {
         &self.lm
     }

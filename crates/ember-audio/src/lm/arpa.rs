@@ -395,6 +395,7 @@ impl ArpaLm {
         Ok(Self::new(Arc::new(ArpaModel::load(path)?), words))
     }
 
+    /// The n-gram model this scorer reads.
     pub fn model(&self) -> &ArpaModel {
         &self.model
     }

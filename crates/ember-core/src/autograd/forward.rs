@@ -12,7 +12,7 @@
 //!
 //! Tangents mirror their primal's memory (same layout, over a storage of the same size), so
 //! the tangent of a view is the same view of the tangent, and an in-place op on a view writes
-//! the base's tangent as well (see [`assign_in_place`]).
+//! the base's tangent as well (see `assign_in_place`).
 //!
 //! As in PyTorch, one level exists at a time (index 0), shared by all threads, and the
 //! tangents made in it are dropped when it exits. Forward mode ignores grad mode: `no_grad`

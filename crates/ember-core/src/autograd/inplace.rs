@@ -4,7 +4,7 @@
 //! target is a view, its base's history is rewritten too (`CopySlices`): the base's gradient
 //! passes through outside the view and goes to the written value inside it. Every view of the
 //! base (the target included) is then stale: its history is remade from the base's when next
-//! used ([`remake_view_history`]), as are those of views made before a write to the base
+//! used (`remake_view_history`), as are those of views made before a write to the base
 //! itself. In forward mode the target's tangent becomes the new contents' (written into the
 //! tangent it had, so that a view's write reaches its base's tangent).
 use super::node::{self, Node};

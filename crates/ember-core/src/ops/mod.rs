@@ -1,4 +1,5 @@
 //! Op families, one file each.
+mod arith;
 pub mod binary;
 pub mod complex;
 pub mod complex_binary;

@@ -3,6 +3,7 @@
 //! a reshape or permutation undone, a broadcast summed down, a selection scattered into zeros.
 use crate::autograd::{self, LinearFn};
 use crate::bail;
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::{self, wrap_dim, Layout};
 use crate::ops::binary::{binary_out, BinaryOp, Operand};
@@ -63,6 +64,67 @@ impl Tensor {
             Some(l) => self.view_with("ViewBackward0", l, unreshape(self.shape())),
             None => bail!(Runtime, "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead."),
         }
+    }
+
+    /// `view(dtype)`: the same bytes read as `dtype` (PyTorch's rules). With equal element
+    /// sizes every dim stays; otherwise the last dim must have stride 1 and is rescaled by the
+    /// size ratio, and going to a wider dtype also needs the last dim's size, the other strides
+    /// and the storage offset divisible by the ratio. Not differentiable (a bit pattern has no
+    /// derivative), so the result never requires grad.
+    pub fn view_dtype(&self, dtype: DType) -> Result<Tensor> {
+        let (from, to) = (self.dtype().size(), dtype.size());
+        let names = format!("{} as {}", self.dtype().legacy_name(), dtype.legacy_name());
+        if (self.dtype() == DType::Bool) != (dtype == DType::Bool) {
+            // Rust reads a bool byte other than 0 or 1 as undefined behaviour, and a view would
+            // let a write through either alias put one there.
+            bail!(NotImplemented, "view({names}) is not supported in Ember: bool elements must stay 0 or 1, which a view of other bytes cannot promise; convert instead (x != 0, or x.to(dtype))");
+        }
+        let layout = if from == to {
+            self.layout().clone()
+        } else {
+            self.rescaled_for_dtype(from, to, &names)?
+        };
+        let out = self.with_dtype_layout(dtype, layout);
+        out.set_differentiable_view(false);
+        // Complex elements are pairs: their alignment is half their size.
+        let align = if dtype.is_complex() { to / 2 } else { to };
+        if out.numel() > 0 && (out.byte_ptr() as usize) % align != 0 {
+            bail!(Runtime, "view({names}): the data at {:p} is not aligned to {align} bytes, as {} elements must be", out.byte_ptr(), dtype.legacy_name());
+        }
+        Ok(out)
+    }
+
+    /// The layout of `view(dtype)` between element sizes `from` and `to` (bytes), counted in
+    /// the new elements.
+    fn rescaled_for_dtype(&self, from: usize, to: usize, names: &str) -> Result<Layout> {
+        let n = self.ndim();
+        if n == 0 {
+            bail!(Runtime, "self.dim() cannot be 0 to view {names} (different element sizes)");
+        }
+        let (shape, strides, offset) = (self.shape(), self.strides(), self.layout().offset());
+        if strides[n - 1] != 1 {
+            bail!(Runtime, "self.stride(-1) must be 1 to view {names} (different element sizes), but got {}", strides[n - 1]);
+        }
+        let (mut shape, mut strides) = (shape.to_vec(), strides.to_vec());
+        if from > to {
+            let ratio = from / to;
+            strides[..n - 1].iter_mut().for_each(|s| *s *= ratio as isize);
+            shape[n - 1] *= ratio;
+            return Ok(Layout::new(shape, strides, offset * ratio));
+        }
+        let ratio = to / from;
+        if shape[n - 1] % ratio != 0 {
+            bail!(Runtime, "self.size(-1) must be divisible by {ratio} to view {names} (different element sizes), but got {}", shape[n - 1]);
+        }
+        if offset % ratio != 0 {
+            bail!(Runtime, "self.storage_offset() must be divisible by {ratio} to view {names} (different element sizes), but got {offset}");
+        }
+        if let Some(d) = (0..n - 1).find(|&d| strides[d] % ratio as isize != 0) {
+            bail!(Runtime, "self.stride({d}) must be divisible by {ratio} to view {names} (different element sizes), but got {}", strides[d]);
+        }
+        strides[..n - 1].iter_mut().for_each(|s| *s /= ratio as isize);
+        shape[n - 1] /= ratio;
+        Ok(Layout::new(shape, strides, offset / ratio))
     }
 
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
