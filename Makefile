@@ -39,12 +39,14 @@ $(STAMPS)/packages: $(STAMPS)/deps $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 # Wheels that install alone, into dist/: ember as one abi3 wheel (CPython 3.11 and later) linked
 # by zig against glibc 2.28 (manylinux_2_28), whatever this machine's glibc, and the pure-Python
 # domain packages; auditwheel checks the ember wheel's tag, then tests/wheels installs every wheel
-# into fresh virtualenvs outside the repository. A release build of the Rust core: minutes.
+# into fresh virtualenvs outside the repository. A release build of the Rust core: minutes. Only
+# the wheel is abi3: `make build` keeps the version-specific API, whose calls are cheaper, until
+# benches/core.py has compared the two.
 WHEELS_TARGET ?= target/wheels
 wheels: $(STAMPS)/deps $(STAMPS)/wheel-deps
 	rm -rf dist && mkdir -p dist
 	PATH=$(abspath $(VENV))/bin:$$PATH CARGO_TARGET_DIR=$(WHEELS_TARGET) $(VENV)/bin/maturin build -q --release \
-	  --zig --compatibility manylinux_2_28 -m core-py/Cargo.toml -o dist
+	  --features pyo3/abi3-py311 --zig --compatibility manylinux_2_28 -m core-py/Cargo.toml -o dist
 	$(PIP) wheel --no-deps --no-build-isolation -w dist $(addprefix ./,$(PACKAGES))
 	$(VENV)/bin/auditwheel show dist/ember-*.whl
 	@ls -l dist
