@@ -88,52 +88,69 @@ def run_script(path):
     return header + done.stdout.strip(), True
 
 
-def header():
+FIRST = ("Machine", "Versions")
+
+
+def fresh():
+    """The preamble and machine/versions sections of a full run."""
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return [
-        "# Benchmark results",
-        f"Written by `make bench` (`benches/run.py`), last on {started}; do not edit by hand. Sections "
-        "rerun alone (`benches/run.py NAME.py`) carry their own date.",
-        machine_section(),
-    ]
+    head = (f"# Benchmark results\n\nWritten by `make bench` (`benches/run.py`) on {started}; do not edit by "
+            "hand. A section rerun alone (`benches/run.py NAME.py`) says when, under what load and with which torch.")
+    return head, sections_of(machine_section())[1]
 
 
-def existing_sections():
-    """{title: section} of RESULTS.md's sections after the machine and versions."""
-    if not RESULTS.exists():
-        return {}
-    parts = RESULTS.read_text().split("\n## ")[1:]
-    return {p.split("\n", 1)[0]: "## " + p.strip() for p in parts if p.split("\n", 1)[0] not in ("Machine", "Versions")}
+def sections_of(text):
+    """Markdown split at its `## ` headings: (what comes before, {title: section})."""
+    head, *parts = ("\n" + text).split("\n## ")
+    return head.strip(), {p.split("\n", 1)[0]: "## " + p.strip() for p in parts}
 
 
-def write(sections):
-    """Writes RESULTS.md: the header, then the sections ordered by title."""
-    RESULTS.write_text("\n\n".join(header() + [sections[k] for k in sorted(sections)]) + "\n")
+def existing():
+    return sections_of(RESULTS.read_text()) if RESULTS.exists() else fresh()
+
+
+def write(head, sections):
+    order = [t for t in FIRST if t in sections] + sorted(t for t in sections if t not in FIRST)
+    RESULTS.write_text("\n\n".join([head] + [sections[t] for t in order]) + "\n")
     print(f"wrote {RESULTS}", file=sys.stderr)
 
 
-def dated(section):
+def rerun_alone(section):
+    """A section made outside a full run, with its own date, load and torch version."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     title, rest = section.split("\n", 1)
-    return f"{title}\n\n_Run on {when}._\n{rest}"
+    return f"{title}\n\n_Rerun alone on {when} ({cpu_model()}, load average {load}; torch {torch_version()})._\n{rest}"
+
+
+def torch_version():
+    """PyTorch's version where the benchmarks find it: this interpreter, or the one a script
+    that runs PyTorch in another venv is pointed at (EMBER_BENCH_TORCH_PYTHON)."""
+    python = os.environ.get("EMBER_BENCH_TORCH_PYTHON")
+    if not python:
+        return version("torch")
+    done = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    return done.stdout.strip() or "not importable"
 
 
 def main(argv):
+    head, sections = existing()
     if argv[:1] == ["--section"]:
         title, report = argv[1], pathlib.Path(argv[2]).read_text().strip()
-        sections = existing_sections()
-        sections[title] = dated(f"## {title}\n\n{report}")
-        return write(sections)
+        sections[title] = rerun_alone(f"## {title}\n\n{report}")
+        return write(head, sections)
     everything = not argv
+    if everything:  # the reports made elsewhere (`make fuzz`) stay
+        kept = {t: s for t, s in sections.items() if t not in FIRST and not t.endswith(".py")}
+        head, sections = fresh()
+        sections.update(kept)
     names = sorted(p.name for p in BENCHES.glob("*.py") if p.name != pathlib.Path(__file__).name) if everything else argv
-    kept = existing_sections()  # a full run keeps the reports made elsewhere (`make fuzz`)
-    sections = {k: v for k, v in kept.items() if not k.endswith(".py")} if everything else kept
     ok = True
     for name in names:
         section, succeeded = run_script(BENCHES / name)
-        sections[name] = section if everything else dated(section)
+        sections[name] = section if everything else rerun_alone(section)
         ok = ok and succeeded
-    write(sections)
+    write(head, sections)
     sys.exit(0 if ok else 1)
 
 
