@@ -40,8 +40,15 @@ class StringMethods:
     def split(self, pat=None, n=-1):
         """Lists of the parts around ``pat`` (whitespace runs when None), at most ``n`` splits."""
         max_splits = None if n is None or n < 0 else n
-        parts = pc.utf8_split_whitespace(self._data, max_splits=max_splits) if pat is None else pc.split_pattern(self._data, pat, max_splits=max_splits)
-        return self._typed(parts, dt.List(dt.string))
+        if pat is not None:
+            return self._typed(pc.split_pattern(self._data, _pattern(pat), max_splits=max_splits), dt.List(dt.string))
+        # str.split(): no empty parts (Arrow's whitespace split yields one for leading/trailing space)
+        parts = pc.utf8_split_whitespace(pc.utf8_ltrim_whitespace(self._data), max_splits=max_splits)
+        offsets, values = _arrow.list_parts(parts)
+        keep = _arrow.numpy_values(pc.not_equal(values, ""), True)
+        kept_before = np.concatenate([[0], np.cumsum(keep)])
+        rebuilt = _list_array(kept_before[offsets], values.filter(pa.array(keep)), _arrow.validity(parts))
+        return self._typed(rebuilt, dt.List(dt.string))
 
     def strip(self):
         return self._same(pc.utf8_trim_whitespace(self._data))

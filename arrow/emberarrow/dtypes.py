@@ -395,19 +395,35 @@ def infer_dtype_from_callable_hint(func):
 # ---- Arrow <-> dtype ----
 
 def dtype_to_arrowtype(t):
-    """The Arrow type that stores dtype ``t``."""
+    """The Arrow type that stores dtype ``t``. Nested fields are always nullable in the Arrow type
+    (Arrow's default, which its kernels expect); the dtype alone says whether nulls may occur."""
     if is_primitive(t) and not is_void(t):
         return t._arrow
     if is_list(t):
-        item = pa.field("item", dtype_to_arrowtype(t.item_dtype), nullable=t.item_dtype.nullable)
+        item = dtype_to_arrowtype(t.item_dtype)
         return pa.list_(item, t.fixed_size) if t.fixed_size >= 0 else pa.list_(item)
     if is_map(t):
-        return pa.map_(dtype_to_arrowtype(t.key_dtype), pa.field("value", dtype_to_arrowtype(t.item_dtype), nullable=t.item_dtype.nullable))
+        return pa.map_(dtype_to_arrowtype(t.key_dtype), dtype_to_arrowtype(t.item_dtype))
     if is_struct(t):
-        return pa.struct([pa.field(f.name, dtype_to_arrowtype(f.dtype), nullable=f.dtype.nullable) for f in t.fields])
+        return pa.struct([pa.field(f.name, dtype_to_arrowtype(f.dtype)) for f in t.fields])
     if is_void(t):
         return pa.null()
     raise TypeError(f"no Arrow type for dtype {t}")
+
+
+def dtype_of_arrow_array(array, nullable=None):
+    """The narrowest dtype of ``array``'s data: nullable exactly where nulls occur (at every level);
+    ``nullable`` overrides the top level."""
+    top = array.null_count > 0 if nullable is None else nullable
+    t = array.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        fixed = t.list_size if pa.types.is_fixed_size_list(t) else -1
+        return List(dtype_of_arrow_array(array.flatten()), top, fixed)
+    if pa.types.is_map(t):
+        return Map(dtype_of_arrow_array(array.keys), dtype_of_arrow_array(array.items), top)
+    if pa.types.is_struct(t):
+        return Struct([Field(f.name, dtype_of_arrow_array(array.field(i))) for i, f in enumerate(t)], top)
+    return arrowtype_to_dtype(t, top)
 
 
 def arrowtype_to_dtype(t, nullable):

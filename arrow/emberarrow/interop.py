@@ -21,7 +21,7 @@ def from_arrow(data, dtype=None, device=""):
         return _frame_from_table(data, dtype)
     if isinstance(data, (pa.Array, pa.ChunkedArray)):
         array = _arrow.normalise(_arrow.single_chunk(data))
-        natural = dt.arrowtype_to_dtype(array.type, array.null_count > 0)
+        natural = dt.dtype_of_arrow_array(array)
         if dt.is_void(natural):
             raise TypeError("from_arrow: an Arrow array of type null has no values to infer a dtype from; pass dtype")
         return _as_dtype(array, natural, dtype)
@@ -47,7 +47,7 @@ def _frame_from_table(table, dtype=None, nullable_from_data=False):
     for i, field in enumerate(table.schema):
         array = _arrow.normalise(_arrow.single_chunk(table.column(i)))
         nullable = array.null_count > 0 if nullable_from_data else field.nullable
-        natural = dt.arrowtype_to_dtype(array.type, nullable)
+        natural = dt.dtype_of_arrow_array(array, nullable)
         cols[field.name] = _as_dtype(array, natural, None if dtype is None else dtype.fields[i].dtype)
     frame = _frame_from_columns(cols)
     if not cols:
