@@ -70,12 +70,12 @@ def _from_rows(rows, dtype, columns):
     return _wrap(_arrow.to_arrow_array(rows, dtype), dtype)
 
 
-def _frame_from_columns(cols, validity=None):
-    """A frame over the given columns (name -> Column), all of one length."""
+def _frame_from_columns(cols, validity=None, length=0):
+    """A frame over the given columns (name -> Column), all of one length (``length`` when none)."""
     lengths = {len(c) for c in cols.values()}
     if len(lengths) > 1:
         raise TypeError(f"all columns/lists must have equal length, got lengths {sorted(lengths)}")
-    length = lengths.pop() if lengths else 0
+    length = lengths.pop() if lengths else length
     return _frame_from_arrays({n: c._data for n, c in cols.items()}, {n: c.dtype for n, c in cols.items()}, length, validity)
 
 
@@ -118,7 +118,7 @@ class DataFrame(Column):
         return names
 
     def _rebuild(self, cols):
-        return _frame_from_columns(cols, self._validity_mask())
+        return _frame_from_columns(cols, self._validity_mask(), len(self))
 
     def _validity_mask(self):
         return None if self._data.null_count == 0 else pc.invert(self._data.is_valid())
