@@ -77,7 +77,7 @@ class GroupedDataFrame:
         frame = self._result(grouped, [n for n in named if n[1] is not None])
         for out, list_name, op, source in by_list:
             reduce, result = _LIST_AGGREGATES[op]
-            values = [reduce(column(v, source.with_null(True))) if v else None for v in grouped[list_name].to_pylist()]
+            values = [reduce(column(v, source.with_null(True))) if any(x is not None for x in v) else None for v in grouped[list_name].to_pylist()]
             frame[out] = column(values, result(source).with_null(True))
         return frame.reorder(self._keys + [n[0] for n in named]) if by_list else frame
 
