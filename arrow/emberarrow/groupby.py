@@ -31,8 +31,9 @@ _LIST_AGGREGATES = {
 class GroupedDataFrame:
     """The groups of a frame; aggregates name their columns ``"<column>.<op>"`` as TorchArrow."""
 
-    def __init__(self, parent, keys, items=None):
-        self._parent, self._keys = parent, list(keys)
+    def __init__(self, parent, keys, items=None, values_only=False):
+        # values_only: grouped["col"] aggregates to the bare column of values, as TorchArrow's does
+        self._parent, self._keys, self._values_only = parent, list(keys), values_only
         self._items = items if items is not None else [n for n in parent.columns if n not in self._keys]
         table = pa.table({n: parent._column(n)._data for n in parent.columns})
         table = table.append_column(_ROW, pa.array(np.arange(len(parent), dtype=np.int64)))
@@ -82,7 +83,7 @@ class GroupedDataFrame:
         return frame.reorder(self._keys + [n[0] for n in named]) if by_list else frame
 
     def _lift(self, op):
-        if not self._keys and len(self._items) == 1:
+        if self._values_only:
             return self._apply([("value", self._items[0], op)])._column("value")
         return self._apply([(f"{n}.{op}", n, op) for n in self._items])
 
@@ -149,7 +150,7 @@ class GroupedDataFrame:
 
     def __getitem__(self, name):
         if name in self._items:
-            return GroupedDataFrame(self._parent, self._keys, [name]) if self._keys else None
+            return GroupedDataFrame(self._parent, self._keys, [name], values_only=True)
         if name in self._keys:
             return self.size._column(name)
         raise ValueError(f"no column named ({name}) in grouped dataframe")
