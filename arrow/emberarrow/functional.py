@@ -83,7 +83,7 @@ def _sigrid_hash_values(values, salt, max_value):
     with np.errstate(over="ignore"):
         mixed = _twang_mix64(values.astype(np.int64, copy=False).view(_U64))
         hashed = _hash_128_to_64(np.array(salt, dtype=np.int64).view(_U64), mixed).view(np.int64)
-    return hashed % np.int64(max_value) if max_value > 1 else hashed
+    return hashed % np.int64(max_value)
 
 
 def _fnv1a_utf8(array):
