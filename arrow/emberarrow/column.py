@@ -48,8 +48,8 @@ def column(data=None, dtype=None, device=""):
             raise TypeError(f"column: data must be a list, tuple, iterable, Arrow array or Column, got {type(data).__name__}") from None
     if dtype is None:
         dtype = dt.infer_dtype_from_prefix(data)
-        if dt.is_void(dtype):
-            raise ValueError("Column cannot infer type from data")
+        if dt.is_void(dtype) or dt.contains_any(dtype):
+            raise ValueError("Column cannot infer type from data; pass dtype")
         if dt.is_struct(dtype):
             raise TypeError("Column cannot be used to created structs, use Dataframe constructor instead")
     elif not isinstance(dtype, dt.DType):

@@ -59,6 +59,8 @@ def _from_rows(rows, dtype, columns):
         row_dtype = dt.infer_dtype_from_prefix(rows)
         if not dt.is_struct(row_dtype):
             raise TypeError("Dataframe cannot infer struct type from data")
+        if dt.contains_any(row_dtype):
+            raise ValueError("Dataframe cannot infer the item types of empty lists or dicts; pass dtype")
         if columns is None:
             first = next((r for r in rows if r is not None), None)
             if not hasattr(first, "_fields"):

@@ -87,6 +87,15 @@ class Void(DType):
 
 
 @dataclass(frozen=True)
+class Any(DType):
+    """The item type of an empty list or dict: it joins any other type as that type, unchanged."""
+
+    nullable: bool = True
+    typecode: ty.ClassVar[str] = "?"
+    name: ty.ClassVar[str] = "any"
+
+
+@dataclass(frozen=True)
 class List(DType):
     item_dtype: DType
     nullable: bool = False
@@ -256,6 +265,23 @@ def is_string(t):
     return t.typecode == "u"
 
 
+def is_any(t):
+    return t.typecode == "?"
+
+
+def contains_any(t):
+    """True when some part of ``t`` is still unknown (only empty lists/dicts were seen)."""
+    if is_any(t):
+        return True
+    if is_list(t):
+        return contains_any(t.item_dtype)
+    if is_map(t):
+        return contains_any(t.key_dtype) or contains_any(t.item_dtype)
+    if is_struct(t):
+        return any(contains_any(f.dtype) for f in t.fields)
+    return False
+
+
 def is_list(t):
     return t.typecode == "+l"
 
@@ -288,6 +314,10 @@ def promote(l, r):
 
 def common_dtype(l, r):
     """The least type both ``l`` and ``r`` fit in, or None (TorchArrow's join of two types)."""
+    if is_any(l):
+        return r
+    if is_any(r):
+        return l
     if is_void(l):
         return r.with_null()
     if is_void(r):
@@ -348,7 +378,7 @@ def infer_dtype_from_prefix(values):
     """The join of the dtypes of ``values`` (every value, not a prefix; see the module docstring)."""
     values = list(values)
     if not values:
-        return Void()
+        return Any()
     kinds = {type(v) for v in values}
     if len(kinds) == 1 and (kind := next(iter(kinds))) in _FAST_KINDS:
         return _FAST_KINDS[kind]

@@ -48,6 +48,9 @@ def test_inference_errors():
         ta.column([None, None])
     with pytest.raises(TypeError):
         ta.column([object()])
+    with pytest.raises(ValueError, match="infer"):
+        ta.column([[], []])
+    assert ta.column([[1], []]).dtype == dt.List(dt.int64)  # an empty list says nothing of the items
 
 
 def test_promotion():
