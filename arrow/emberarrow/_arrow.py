@@ -67,17 +67,22 @@ def to_pylist(array, dtype):
 
 
 def list_parts(array):
-    """(offsets as int64 NumPy starting at 0, the values those offsets index) of a list array."""
-    offsets = array.offsets.to_numpy().astype(np.int64, copy=False)
+    """(offsets as NumPy starting at 0, the values those offsets index) of a list array; zero-copy
+    for an array that starts at the beginning of its values."""
+    offsets = array.offsets.to_numpy()
     start, stop = int(offsets[0]), int(offsets[-1])
-    return offsets - start, array.values.slice(start, stop - start)
+    if start:
+        offsets = offsets - offsets.dtype.type(start)
+    return offsets, array.values.slice(start, stop - start)
 
 
 def map_parts(array):
     """(offsets from 0, keys, items) of a map array, sliced to the rows the array holds."""
-    offsets = array.offsets.to_numpy().astype(np.int64, copy=False)
+    offsets = array.offsets.to_numpy()
     start, stop = int(offsets[0]), int(offsets[-1])
-    return offsets - start, array.keys.slice(start, stop - start), array.items.slice(start, stop - start)
+    if start:
+        offsets = offsets - offsets.dtype.type(start)
+    return offsets, array.keys.slice(start, stop - start), array.items.slice(start, stop - start)
 
 
 def numpy_values(array, fill=0):

@@ -15,7 +15,7 @@ from emberarrow.column import Column, _wrap, column
 def _list_array(offsets, values, valid):
     """A list array over ``values`` with int32 ``offsets``, null where ``valid`` is False."""
     mask = None if valid is None or valid.all() else pa.array(~valid)
-    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values, mask=mask)
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), values, mask=mask)
 
 
 class StringMethods:

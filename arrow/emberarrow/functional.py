@@ -54,36 +54,62 @@ def _with_nulls(values, valid):
 
 # ---- sigrid_hash ----
 
-def _twang_mix64(key):
-    """folly::hash::twang_mix64 on uint64 (wrapping arithmetic)."""
-    key = (~key) + (key << _U64(21))
-    key = key ^ (key >> _U64(24))
-    key = key + (key << _U64(3)) + (key << _U64(8))
-    key = key ^ (key >> _U64(14))
-    key = key + (key << _U64(2)) + (key << _U64(4))
-    key = key ^ (key >> _U64(28))
-    return key + (key << _U64(31))
+_CHUNK = 1 << 14  # elements per pass: the temporaries stay in cache
+_K_MUL = _U64(0x9DDFEA08EB382D69)
 
 
-def _hash_128_to_64(upper, lower):
-    """folly::hash::hash_128_to_64 (what folly::hash::hash_combine uses on 64-bit machines)."""
-    k_mul = _U64(0x9DDFEA08EB382D69)
-    a = (lower ^ upper) * k_mul
-    a = a ^ (a >> _U64(47))
-    b = (upper ^ a) * k_mul
-    b = b ^ (b >> _U64(47))
-    return b * k_mul
+def _twang_mix64(key, tmp):
+    """folly::hash::twang_mix64, in place on uint64 ``key`` (wrapping arithmetic); ``tmp`` is scratch."""
+    np.left_shift(key, _U64(21), out=tmp)
+    np.invert(key, out=key)
+    key += tmp                                      # (~key) + (key << 21)
+    np.right_shift(key, _U64(24), out=tmp)
+    key ^= tmp
+    np.left_shift(key, _U64(3), out=tmp)
+    tmp += key
+    np.left_shift(key, _U64(8), out=key)
+    key += tmp                                      # key + (key << 3) + (key << 8)
+    np.right_shift(key, _U64(14), out=tmp)
+    key ^= tmp
+    np.left_shift(key, _U64(2), out=tmp)
+    tmp += key
+    np.left_shift(key, _U64(4), out=key)
+    key += tmp                                      # key + (key << 2) + (key << 4)
+    np.right_shift(key, _U64(28), out=tmp)
+    key ^= tmp
+    np.left_shift(key, _U64(31), out=tmp)
+    key += tmp                                      # key + (key << 31)
+
+
+def _hash_combine(salt, key, tmp):
+    """folly::hash::hash_combine(salt, key) = hash_128_to_64(salt, key), in place on ``key``."""
+    key ^= salt
+    key *= _K_MUL
+    np.right_shift(key, _U64(47), out=tmp)
+    key ^= tmp
+    key ^= salt
+    key *= _K_MUL
+    np.right_shift(key, _U64(47), out=tmp)
+    key ^= tmp
+    key *= _K_MUL
 
 
 def _sigrid_hash_values(values, salt, max_value):
     """Velox's sigrid_hash over int64 NumPy values: hash_combine(salt, twang_mix64(v)), then the
     floor remainder by ``max_value`` (what its multiply-shift division computes)."""
+    out = np.empty(len(values), dtype=np.int64)
     if max_value == 1:
-        return np.zeros(len(values), dtype=np.int64)
-    with np.errstate(over="ignore"):
-        mixed = _twang_mix64(values.astype(np.int64, copy=False).view(_U64))
-        hashed = _hash_128_to_64(np.array(salt, dtype=np.int64).view(_U64), mixed).view(np.int64)
-    return hashed % np.int64(max_value)
+        out[:] = 0
+        return out
+    salt = np.array(salt, dtype=np.int64).view(_U64)
+    tmp = np.empty(min(_CHUNK, len(values)), dtype=_U64)
+    for start in range(0, len(values), _CHUNK):
+        key = values[start:start + _CHUNK].astype(np.int64).view(_U64)  # a copy we may overwrite
+        scratch = tmp[:len(key)]
+        _twang_mix64(key, scratch)
+        _hash_combine(salt, key, scratch)
+        np.remainder(key.view(np.int64), np.int64(max_value), out=out[start:start + len(key)])
+    return out
 
 
 def _fnv1a_utf8(array):
@@ -116,7 +142,7 @@ def sigrid_hash(value_col, salt, max_value):
         hashed = _sigrid_hash_values(_arrow.numpy_values(values), int(salt), int(max_value))
         valid = _arrow.validity(value_col._data)
         flat = _with_nulls(hashed, _arrow.validity(values))
-        return _wrap(pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), flat, mask=None if valid.all() else pa.array(~valid)), dt.List(dt.Int64(True), True))
+        return _wrap(pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), flat, mask=None if valid.all() else pa.array(~valid)), dt.List(dt.Int64(True), True))
     if isinstance(value_col, StringColumn):
         ids = _fnv1a_utf8(value_col._data)
     elif isinstance(value_col, NumericalColumn) and dt.is_integer(value_col.dtype):
@@ -188,7 +214,7 @@ def bucketize(value_col, borders):
         offsets, values = _arrow.list_parts(value_col._data)
         ids = _with_nulls(_bucket_ids(_arrow.numpy_values(values).astype(np.float64), borders), _arrow.validity(values))
         valid = _arrow.validity(value_col._data)
-        array = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), ids, mask=None if valid.all() else pa.array(~valid))
+        array = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), ids, mask=None if valid.all() else pa.array(~valid))
         return _wrap(array, dt.List(dt.Int32(True), True))
     _require(value_col, NumericalColumn, "bucketize", "a numerical column or a list column of numbers")
     if not dt.is_numerical(value_col.dtype):
@@ -198,11 +224,20 @@ def bucketize(value_col, borders):
 
 
 def firstx(col, num_to_copy):
-    """The first ``num_to_copy`` items of each list."""
+    """The first ``num_to_copy`` items of each list (zero-copy when no list is longer)."""
     _require(col, ListColumn, "firstx", "a list column")
     if num_to_copy < 0:
         raise ValueError(f"firstx: num_to_copy must be >= 0, got {num_to_copy}")
-    return _wrap(pc.list_slice(col._data, 0, num_to_copy), _nullable(col.dtype))
+    offsets, values = _arrow.list_parts(col._data)
+    lengths = np.diff(offsets)
+    if not len(lengths) or lengths.max() <= num_to_copy:
+        return _wrap(col._data, _nullable(col.dtype))
+    position = np.arange(len(values)) - np.repeat(offsets[:-1], lengths)
+    values = values.filter(pa.array(position < num_to_copy))
+    offsets = np.concatenate([[0], np.cumsum(np.minimum(lengths, num_to_copy))])
+    valid = _arrow.validity(col._data)
+    array = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), values, mask=None if valid.all() else pa.array(~valid))
+    return _wrap(array, _nullable(col.dtype))
 
 
 def clamp_list(col, lo, hi):
@@ -214,7 +249,7 @@ def clamp_list(col, lo, hi):
     np_type = dt.np_typeof_dtype(col.dtype.item_dtype)
     clamped = np.clip(_arrow.numpy_values(values), lo, hi).astype(np_type)
     valid = _arrow.validity(col._data)
-    array = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), _with_nulls(clamped, _arrow.validity(values)), mask=None if valid.all() else pa.array(~valid))
+    array = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), _with_nulls(clamped, _arrow.validity(values)), mask=None if valid.all() else pa.array(~valid))
     return _wrap(array, _nullable(col.dtype))
 
 
@@ -236,7 +271,7 @@ def add_tokens(input_col, tokens, begin):
     source[~is_token] = np.arange(n_values)
     flat = pa.concat_arrays([values, token_array]).take(pa.array(source))
     valid = _arrow.validity(input_col._data)
-    array = pa.ListArray.from_arrays(pa.array(new_offsets.astype(np.int32)), flat, mask=None if valid.all() else pa.array(~valid))
+    array = pa.ListArray.from_arrays(pa.array(new_offsets.astype(np.int32, copy=False)), flat, mask=None if valid.all() else pa.array(~valid))
     return _wrap(array, _nullable(input_col.dtype))
 
 
@@ -250,9 +285,12 @@ def array_constructor(*args):
         if a.dtype.with_null(False) != dtype:
             raise TypeError(f"array_constructor: all columns must have dtype {dtype}, got {a.dtype}")
     n, k = len(args[0]), len(args)
-    interleave = (np.arange(k)[None, :] * n + np.arange(n)[:, None]).ravel()
     arrow_type = dt.dtype_to_arrowtype(dtype)
-    flat = pa.concat_arrays([a._data.cast(arrow_type) for a in args]).take(pa.array(interleave))
+    if k == 1:
+        flat = args[0]._data.cast(arrow_type)  # one item per list: the column itself, zero-copy
+    else:
+        interleave = (np.arange(k)[None, :] * n + np.arange(n)[:, None]).ravel()
+        flat = pa.concat_arrays([a._data.cast(arrow_type) for a in args]).take(pa.array(interleave))
     offsets = np.arange(0, n * k + 1, k, dtype=np.int32)
     return _wrap(pa.ListArray.from_arrays(pa.array(offsets), flat), dt.List(dtype.with_null(True), True))
 

@@ -64,11 +64,11 @@ def _default(col):
         values, presence = _numbers(col)
     elif isinstance(col, ListColumn):
         offsets, flat = _arrow.list_parts(col._data)
-        values = PackedList(_tensor(offsets.astype(np.int32)), _default(_wrap(flat, col.dtype.item_dtype)))
+        values = PackedList(_tensor(offsets.astype(np.int32, copy=False)), _default(_wrap(flat, col.dtype.item_dtype)))
         presence = _tensor(_arrow.validity(col._data)) if col.dtype.nullable else None
     elif isinstance(col, MapColumn):
         offsets, keys, items = _arrow.map_parts(col._data)
-        values = PackedMap(_tensor(offsets.astype(np.int32)), _default(_wrap(keys, col.dtype.key_dtype)), _default(_wrap(items, col.dtype.item_dtype)))
+        values = PackedMap(_tensor(offsets.astype(np.int32, copy=False)), _default(_wrap(keys, col.dtype.key_dtype)), _default(_wrap(items, col.dtype.item_dtype)))
         presence = _tensor(_arrow.validity(col._data)) if col.dtype.nullable else None
     else:
         raise TypeError(f"no tensor conversion for {col.dtype}")
