@@ -76,25 +76,13 @@ def ember_preprocess(df):
 
 
 def ember_to_tensors(df):
-    import ember
     from emberarrow import tensor_conversion as tc
 
-    dense = df["dense_features"].to_tensor(tc.Dense(batch_first=True))
-    values, lengths = key_major_jagged(df["sparse_features"])
-    return dense, ember.from_numpy(values), ember.from_numpy(lengths), df[LABEL].to_tensor()
-
-
-def key_major_jagged(sparse):
-    """A KeyedJaggedTensor's values and lengths, key-major: every row of key 0, then key 1, ...
-    (TorchRec's torcharrow example filled them row-major, which mixes the keys up)."""
-    from emberarrow import _arrow
-
-    values, lengths = [], []
-    for name in sparse.columns:
-        offsets, flat = _arrow.list_parts(sparse[name].to_arrow())
-        values.append(_arrow.numpy_values(flat))
-        lengths.append(np.diff(offsets).astype(np.int32))
-    return np.concatenate(values), np.concatenate(lengths)
+    dense, sparse, labels = df.to_tensor({
+        "dense_features": tc.Dense(batch_first=True),
+        "sparse_features": tc.KeyMajorJagged(),  # a KeyedJaggedTensor's parts, key-major
+    })
+    return dense, sparse.values, sparse.lengths, labels
 
 
 def run_ember(table):

@@ -1,6 +1,9 @@
 """Conversions between Python values, Arrow arrays and dtypes, shared by every column class."""
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -120,3 +123,19 @@ def normalise(array):
     """Arrow variants emberarrow does not keep (dictionary, large, view types) cast to the plain type."""
     target = dt.dtype_to_arrowtype(dt.arrowtype_to_dtype(array.type, True))
     return array if array.type == target else array.cast(target)
+
+
+PARALLEL_MIN = 1 << 17  # below this many elements one thread is faster than handing out work
+
+
+def parallel_ranges(n, work, min_size=PARALLEL_MIN):
+    """Run ``work(start, stop)`` over [0, n) in pieces on all cores (NumPy releases the GIL in its
+    loops). The pool lives for one call only, so a forked DataLoader worker inherits no threads."""
+    threads = os.cpu_count() or 1
+    if threads == 1 or n < min_size:
+        work(0, n)
+        return
+    step = -(-n // (threads * 4))
+    with ThreadPoolExecutor(threads) as pool:
+        for future in [pool.submit(work, start, min(start + step, n)) for start in range(0, n, step)]:
+            future.result()

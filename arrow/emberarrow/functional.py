@@ -96,19 +96,23 @@ def _hash_combine(salt, key, tmp):
 
 def _sigrid_hash_values(values, salt, max_value):
     """Velox's sigrid_hash over int64 NumPy values: hash_combine(salt, twang_mix64(v)), then the
-    floor remainder by ``max_value`` (what its multiply-shift division computes)."""
+    floor remainder by ``max_value`` (what its multiply-shift division computes). On all cores."""
     out = np.empty(len(values), dtype=np.int64)
     if max_value == 1:
         out[:] = 0
         return out
     salt = np.array(salt, dtype=np.int64).view(_U64)
-    tmp = np.empty(min(_CHUNK, len(values)), dtype=_U64)
-    for start in range(0, len(values), _CHUNK):
-        key = values[start:start + _CHUNK].astype(np.int64).view(_U64)  # a copy we may overwrite
-        scratch = tmp[:len(key)]
-        _twang_mix64(key, scratch)
-        _hash_combine(salt, key, scratch)
-        np.remainder(key.view(np.int64), np.int64(max_value), out=out[start:start + len(key)])
+
+    def hash_range(start, stop):
+        tmp = np.empty(min(_CHUNK, stop - start), dtype=_U64)
+        for chunk in range(start, stop, _CHUNK):
+            key = values[chunk:min(chunk + _CHUNK, stop)].astype(np.int64).view(_U64)  # our own copy
+            scratch = tmp[:len(key)]
+            _twang_mix64(key, scratch)
+            _hash_combine(salt, key, scratch)
+            np.remainder(key.view(np.int64), np.int64(max_value), out=out[chunk:chunk + len(key)])
+
+    _arrow.parallel_ranges(len(values), hash_range)
     return out
 
 

@@ -207,3 +207,11 @@ def test_scaling():
     assert list(z) == pytest.approx([-1.0, 0.0, 1.0])  # sample std, as TorchArrow computes it
     same = F.scale_to_z_score(ta.column([4, 4]))
     assert same.dtype == dt.float32 and list(same) == [4.0, 4.0]
+
+
+def test_sigrid_hash_on_all_cores_matches_one_piece_at_a_time():
+    values = np.random.default_rng(3).integers(-(2**63), 2**63 - 1, 300_000, dtype=np.int64)
+    whole = F._sigrid_hash_values(values, 11, 4096)  # large enough to be split across threads
+    pieces = np.concatenate([F._sigrid_hash_values(values[i:i + 1000], 11, 4096) for i in range(0, len(values), 1000)])
+    assert np.array_equal(whole, pieces)
+    assert [int(v) for v in whole[:50]] == [_reference_sigrid(int(v), 11, 4096) for v in values[:50]]

@@ -125,3 +125,20 @@ def test_frames_cross_process_boundaries():
 
 def _row_count(frame):
     return len(frame) if frame.to_pylist()[1].l == [2, 3] else -1
+
+
+def test_key_major_jagged():
+    sparse = ta.dataframe({
+        "a": ta.column([[1, 2], None, [3]], dt.List(dt.int64, True)),
+        "b": ta.column([[10], [20, 30], []], dt.List(dt.int32)),
+    })
+    parts = sparse.to_tensor(tc.KeyMajorJagged())
+    assert parts.keys == ["a", "b"]
+    assert parts.values.tolist() == [1, 2, 3, 10, 20, 30]  # all of key a, then all of key b
+    assert parts.lengths.tolist() == [2, 0, 1, 1, 2, 0]
+    big = ta.dataframe({"k": ta.from_arrow(pa.ListArray.from_arrays(np.arange(0, 400_001, 2, dtype=np.int32), pa.array(np.arange(400_000))))})
+    assert np.array_equal(big.to_tensor(tc.KeyMajorJagged()).values.numpy(), np.arange(400_000))
+    with pytest.raises(TypeError, match="not a list of integers"):
+        ta.dataframe({"s": [["x"]]}).to_tensor(tc.KeyMajorJagged())
+    with pytest.raises(ValueError, match="null ids"):
+        ta.dataframe({"a": ta.column([[1, None]])}).to_tensor(tc.KeyMajorJagged())
