@@ -59,26 +59,20 @@ _K_MUL = _U64(0x9DDFEA08EB382D69)
 
 
 def _twang_mix64(key, tmp):
-    """folly::hash::twang_mix64, in place on uint64 ``key`` (wrapping arithmetic); ``tmp`` is scratch."""
-    np.left_shift(key, _U64(21), out=tmp)
-    np.invert(key, out=key)
-    key += tmp                                      # (~key) + (key << 21)
+    """folly::hash::twang_mix64, in place on uint64 ``key`` (wrapping arithmetic); ``tmp`` is scratch.
+    Its shift-and-add steps are multiplications: (~k) + (k << 21) = k * (2**21 - 1) - 1,
+    k + (k << 3) + (k << 8) = k * 265, k + (k << 2) + (k << 4) = k * 21, k + (k << 31) = k * (2**31 + 1)."""
+    key *= _U64((1 << 21) - 1)
+    key -= _U64(1)
     np.right_shift(key, _U64(24), out=tmp)
     key ^= tmp
-    np.left_shift(key, _U64(3), out=tmp)
-    tmp += key
-    np.left_shift(key, _U64(8), out=key)
-    key += tmp                                      # key + (key << 3) + (key << 8)
+    key *= _U64(265)
     np.right_shift(key, _U64(14), out=tmp)
     key ^= tmp
-    np.left_shift(key, _U64(2), out=tmp)
-    tmp += key
-    np.left_shift(key, _U64(4), out=key)
-    key += tmp                                      # key + (key << 2) + (key << 4)
+    key *= _U64(21)
     np.right_shift(key, _U64(28), out=tmp)
     key ^= tmp
-    np.left_shift(key, _U64(31), out=tmp)
-    key += tmp                                      # key + (key << 31)
+    key *= _U64((1 << 31) + 1)
 
 
 def _hash_combine(salt, key, tmp):
