@@ -468,9 +468,10 @@ def scale_to_0_1(col):
 
 def scale_to_z_score(col):
     """(x - mean) / std with TorchArrow's std (the sample one, ddof=1, whatever its docstring says);
-    a column of one distinct value comes back unscaled (integers as Float32)."""
+    a column of one distinct value (or fewer than two values) comes back unscaled (integers as
+    Float32)."""
     _require(col, NumericalColumn, "scale_to_z_score", "a numerical column")
     std = col.std()
-    if std == 0:
+    if std is None or std == 0:  # fewer than two values, or one distinct value: nothing to scale
         return col.cast(dt.Float32(col.dtype.nullable)) if dt.is_integer(col.dtype) else col
     return (col - col.mean()) / std

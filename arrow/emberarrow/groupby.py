@@ -46,6 +46,11 @@ class GroupedDataFrame:
     def _aggregate(self, specs):
         """The grouped Arrow table for [(column, arrow_op, options)], groups by first appearance."""
         aggregations = [(c, op) if options is None else (c, op, options) for c, op, options in specs]
+        for c, op, _ in specs:
+            if c != _ROW and op not in ("list", "count"):
+                dtype = self._parent._column(c).dtype
+                if not (dt.is_boolean_or_numerical(dtype) or (dt.is_string(dtype) and op in ("min", "max"))):
+                    raise TypeError(f"groupby: cannot {op} column {c!r} of dtype {dtype}")
         grouped = self._table.group_by(self._keys, use_threads=False).aggregate(aggregations + [(_ROW, "min")])
         return grouped.take(pc.sort_indices(grouped[f"{_ROW}_min"]))
 
@@ -188,11 +193,24 @@ def join_frames(left, right, on, how, lsuffix, rsuffix):
         raise ValueError("join: the frames share no column to join on; pass on=")
     left._check_columns(on)
     right._check_columns(on)
-    lt = left.to_arrow().append_column("__l", pa.array(np.arange(len(left), dtype=np.int64)))
-    rt = right.to_arrow().append_column("__r", pa.array(np.arange(len(right), dtype=np.int64)))
-    joined = lt.join(rt, keys=on, join_type=_JOIN_TYPES[how], left_suffix=lsuffix, right_suffix=rsuffix, coalesce_keys=True, use_threads=False)
+    # Arrow joins the keys and row numbers only (its join cannot carry list or map columns); the
+    # other columns are then taken from each frame by row number (null where a side has no row).
+    rows_l = pa.array(np.arange(len(left), dtype=np.int64))
+    rows_r = pa.array(np.arange(len(right), dtype=np.int64))
+    lt = pa.table({**{k: left._column(k)._data for k in on}, "__l": rows_l})
+    rt = pa.table({**{k: right._column(k)._data for k in on}, "__r": rows_r})
+    joined = lt.join(rt, keys=on, join_type=_JOIN_TYPES[how], coalesce_keys=True, use_threads=False)
     order = pc.sort_indices(joined, sort_keys=[("__l", "ascending", "at_end"), ("__r", "ascending", "at_end")])
-    joined = joined.take(order).drop_columns(["__l", "__r"])
-    names = [n for n in joined.column_names]
-    ordered = [n for n in left.columns if n in names] + [n for n in names if n not in left.columns]
-    return _frame_from_table(joined.select(ordered), nullable_from_data=True)
+    joined = joined.take(order)
+    picked_l, picked_r = joined["__l"].combine_chunks(), joined["__r"].combine_chunks()
+    arrays = {k: joined[k].combine_chunks() for k in on}
+    for frame, picked, suffix, other in ((left, picked_l, lsuffix, right), (right, picked_r, rsuffix, left)):
+        for name in frame.columns:
+            if name in on:
+                continue
+            out = name + suffix if name in other.columns else name
+            if out in arrays:
+                raise ValueError(f"join: column {out!r} would appear twice; pass lsuffix/rsuffix")
+            arrays[out] = frame._column(name)._data.take(picked)
+    ordered = [n for n in left.columns if n in on] + [n for n in arrays if n not in on]
+    return _frame_from_table(pa.table({n: arrays[n] for n in ordered}), nullable_from_data=True)

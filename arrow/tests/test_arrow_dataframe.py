@@ -216,3 +216,36 @@ def test_from_arrow_nested_chunked_sliced():
         ta.from_arrow([1, 2])
     with pytest.raises(TypeError, match="no emberarrow dtype"):
         ta.from_arrow(pa.array([1], type=pa.uint8()))
+
+
+def test_join_carries_nested_columns_and_suffixes():
+    left = ta.dataframe({"id": [1, 2], "v": [[1], [2, 3]], "w": [1, 2]})
+    right = ta.dataframe({"id": [2, 5], "w": [20, 50], "m": [{"a": 1}, {}]})
+    out = left.join(right, on="id", how="outer")
+    assert out.columns == ["id", "v", "w", "w_right", "m"]
+    assert rows(out) == [(1, [1], 1, None, None), (2, [2, 3], 2, 20, {"a": 1}), (5, None, None, 50, {})]
+
+
+EMPTY = dt.Struct([dt.Field("k", dt.String(True)), dt.Field("x", dt.Int64(True)), dt.Field("l", dt.List(dt.int64))])
+
+
+def test_empty_frames():
+    from emberarrow import functional as F
+    from emberarrow import tensor_conversion as tc
+
+    e = ta.dataframe(EMPTY)
+    assert len(e) == 0 and e.columns == ["k", "x", "l"]
+    for result in [e.sort(by="x"), e.select("*", y=me["x"] + 1), e.where(me["x"] > 1), e.drop_duplicates(),
+                   e.drop_null(), e.fill_null(0), e.join(e, on="k"), e.groupby("k").agg({"x": ["sum", "median"]}),
+                   e.groupby("k").size, e.head()]:
+        assert len(result) == 0
+    assert list(e.describe()["x"])[0] == 0
+    assert e.to_tensor().x.values.tolist() == [] and len(e.to_pandas()) == 0 and e.to_arrow().num_rows == 0
+    x, lists = e["x"], e["l"]
+    for result in [F.sigrid_hash(x, 0, 10), F.sigrid_hash(lists, 0, 10), F.bucketize(x, [1]), F.firstx(lists, 1),
+                   F.id_overlap_count(lists, lists), F.add_tokens(lists, [1], True), F.array_constructor(x, x),
+                   F.scale_to_0_1(x), F.scale_to_z_score(x), x.cumsum(), x.log(), x // 2, lists.list.get(0)]:
+        assert len(result) == 0
+    assert x.quantile(0.5) != x.quantile(0.5)  # NaN, as pandas
+    with pytest.raises(TypeError, match="cannot sum column 'l'"):
+        e.groupby("k").sum()
