@@ -4,7 +4,7 @@
 TorchArrow; recsys ops in ``emberarrow.functional``, tensor conversions in
 ``emberarrow.tensor_conversion``. See README.md for what works and what is not built yet.
 """
-from emberarrow import dtypes
+from emberarrow import dtypes, functional
 from emberarrow.column import (
     Column,
     ListColumn,
@@ -17,12 +17,13 @@ from emberarrow.column import (
 )
 from emberarrow.dataframe import DataFrame, dataframe
 from emberarrow.expression import me
-from emberarrow.interop import from_arrow, from_pandas, read_csv, read_parquet
+from emberarrow.interop import from_arrow, from_pandas, from_pysequence, read_csv, read_parquet
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Column", "DataFrame", "ListColumn", "MapColumn", "NumericalColumn", "StringColumn",
-    "column", "concat", "dataframe", "dtypes", "from_arrow", "from_pandas", "if_else", "me",
+    "column", "concat", "dataframe", "dtypes", "from_arrow", "from_pandas", "from_pysequence",
+    "functional", "if_else", "me",
     "read_csv", "read_parquet",
 ]

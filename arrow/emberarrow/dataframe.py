@@ -92,7 +92,11 @@ def _frame_from_arrays(arrays, dtypes, length, validity=None):
 
 
 class DataFrame(Column):
-    """Rows of named, typed columns; ``df["a"]`` is a column, ``df[0]`` a row (a named tuple)."""
+    """Rows of named, typed columns; ``df["a"]`` is a column, ``df[0]`` a row (a named tuple).
+    ``ta.DataFrame(...)`` takes ``ta.dataframe``'s arguments."""
+
+    def __new__(cls, data=None, dtype=None, columns=None, device=""):
+        return dataframe(data, dtype, columns, device)
 
     @property
     def columns(self):

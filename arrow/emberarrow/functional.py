@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from emberarrow import _arrow
 from emberarrow import dtypes as dt
-from emberarrow.column import Column, ListColumn, NumericalColumn, StringColumn, _wrap, column
+from emberarrow.column import Column, ListColumn, NumericalColumn, StringColumn, _wrap
 
 __all__ = [
     "add_tokens", "array_constructor", "bucketize", "clamp_list", "firstx", "get_cosine_similarity",

@@ -56,6 +56,13 @@ def _frame_from_table(table, dtype=None, nullable_from_data=False):
     return frame
 
 
+def from_pysequence(data, dtype, device=""):
+    """A column of ``dtype`` from a Python sequence (TorchArrow's name for ``ta.column(data, dtype)``)."""
+    from emberarrow.column import column
+
+    return column(list(data), dtype, device)
+
+
 def from_pandas(data, dtype=None):
     """A frame from a pandas DataFrame or a column from a Series (nullable where there are nulls;
     NaN in a float column counts as null, as pandas treats it)."""

@@ -28,6 +28,8 @@ def test_construction():
     assert rows(t) == [(1, "a"), (2, "b")] and t.dtype.get("s") == dt.string
     typed = ta.dataframe({"a": [1]}, dtype=dt.Struct([dt.Field("a", dt.Int32(True))]))
     assert typed["a"].dtype == dt.Int32(True)
+    assert rows(ta.DataFrame([(1, "a")], columns=["n", "s"])) == [(1, "a")]  # TorchData calls it so
+    assert list(ta.from_pysequence([1, None], dt.Int32(True))) == [1, None]
     empty = ta.dataframe()
     assert len(empty) == 0 and empty.columns == []
     with pytest.raises(TypeError, match="equal length"):
@@ -231,7 +233,6 @@ EMPTY = dt.Struct([dt.Field("k", dt.String(True)), dt.Field("x", dt.Int64(True))
 
 def test_empty_frames():
     from emberarrow import functional as F
-    from emberarrow import tensor_conversion as tc
 
     e = ta.dataframe(EMPTY)
     assert len(e) == 0 and e.columns == ["k", "x", "l"]
