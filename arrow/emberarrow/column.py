@@ -279,8 +279,7 @@ class Column:
             raise TypeError("columns parameter for flat columns not supported")
         _check_na_action(na_action)
         if isinstance(arg, dict):
-            get = (lambda v: arg[v]) if hasattr(arg, "default_factory") else (lambda v: arg.get(v))
-            results = [None if v is None and (na_action == "ignore" or (None not in arg and not hasattr(arg, "default_factory"))) else get(v) for v in self]
+            results = [_dict_lookup(arg, v, na_action) for v in self]
             return _from_results(results, dtype, self._dtype)
         if not callable(arg):
             raise TypeError(f"map: arg must be a dict or a callable, got {type(arg).__name__}")
@@ -489,6 +488,14 @@ class Column:
         return tensor_conversion.convert(self, conversion)
 
 
+def _dict_lookup(mapping, value, na_action):
+    """TorchArrow's map with a dict: a missing key gives None (a defaultdict its default); a null
+    looks up the key None unless na_action='ignore'."""
+    if value is None and (na_action == "ignore" or (None not in mapping and not hasattr(mapping, "default_factory"))):
+        return None
+    return mapping[value] if hasattr(mapping, "default_factory") else mapping.get(value)
+
+
 def _check_na_action(na_action):
     if na_action not in (None, "ignore"):
         raise ValueError(f"na_action must be None or 'ignore', got {na_action!r}")
@@ -644,7 +651,10 @@ class NumericalColumn(Column):
         right, right_dtype = self._operand(other)
         dtype = self._result_dtype(right_dtype, true_division)
         target = dt.dtype_to_arrowtype(dtype)
-        left, right = self._data.cast(target), right.cast(target)
+        try:
+            left, right = self._data.cast(target), right.cast(target)
+        except pa.ArrowInvalid as error:
+            raise ValueError(f"operand out of range for {dtype}: {error}") from None
         if reflected:
             left, right = right, left
         if name == "power" and dt.is_integer(dtype) and pc.any(pc.less(right, 0)).as_py():

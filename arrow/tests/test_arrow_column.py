@@ -84,6 +84,8 @@ def test_arithmetic_against_pandas(col):
         col ** -2
     with pytest.raises(TypeError, match="equal length"):
         col + ta.column([1])
+    with pytest.raises(ValueError, match="out of range for int8"):
+        ta.column([1], dt.int8) + 300
     with pytest.raises(TypeError):
         col + "a"
 
