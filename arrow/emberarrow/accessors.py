@@ -38,8 +38,9 @@ class StringMethods:
         return self._same(pc.utf8_slice_codeunits(self._data, start or 0, stop))
 
     def split(self, pat=None, n=-1):
-        """Lists of the parts around ``pat`` (whitespace runs when None), at most ``n`` splits."""
-        max_splits = None if n is None or n < 0 else n
+        """Lists of the parts around ``pat`` (whitespace runs when None), at most ``n`` splits
+        (``n`` of 0 or -1: all, as TorchArrow and pandas)."""
+        max_splits = None if n is None or n <= 0 else n
         if pat is not None:
             return self._typed(pc.split_pattern(self._data, _pattern(pat), max_splits=max_splits), dt.List(dt.string))
         # str.split(): no empty parts (Arrow's whitespace split yields one for leading/trailing space)
@@ -116,9 +117,11 @@ class StringMethods:
         return self._typed(match(self._data, _pattern(pat)), dt.boolean)
 
     def findall(self, pat):
-        """Lists of all matches of ``pat`` (re.findall; Arrow has no such kernel, so it runs per row)."""
+        """Lists of every whole match of ``pat`` (groups in ``pat`` do not narrow what is returned, as in
+        TorchArrow; Arrow has no such kernel, so it runs per row)."""
         compiled = re.compile(_pattern(pat))
-        return column([None if s is None else compiled.findall(s) for s in self._col], dt.List(dt.string, nullable=self._col.dtype.nullable))
+        matches = [None if s is None else [m.group(0) for m in compiled.finditer(s)] for s in self._col]
+        return column(matches, dt.List(dt.string, nullable=self._col.dtype.nullable))
 
     def cat(self, col):
         """This column's strings followed by ``col``'s (a string column or one string)."""

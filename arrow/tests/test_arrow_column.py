@@ -209,12 +209,26 @@ def test_strings():
     assert list(s.str.replace("[0-9]", "#")) == py(lambda w: __import__("re").sub("[0-9]", "#", w))
     assert list(s.str.match("[a-z]+[0-9]")) == py(lambda w: __import__("re").match("[a-z]+[0-9]", w) is not None)
     assert list(s.str.contains("o W", regex=False)) == py(lambda w: "o W" in w)
-    assert list(s.str.findall("[lo]")) == py(lambda w: __import__("re").findall("[lo]", w))
+    assert list(s.str.findall("[lo]")) == py(lambda w: __import__("re").findall("[lo]", w))  # no groups: as re
     assert list(s.str.cat(ta.column(["!"] * 6))) == py(lambda w: w + "!")
     with pytest.raises(TypeError):
         s.str.startswith(1)
     with pytest.raises(AttributeError):
         ta.column([1]).str
+
+
+def test_torcharrow_string_examples():
+    s = ["a b c", "1,2,3", "d e f g h", "hello.this.is.very.very.very.very.long"]
+    c = ta.column(s)
+    assert list(c.str.split(".", 0)) == [v.split(".") for v in s]  # n=0: all splits, as TorchArrow
+    assert list(c.str.split(".", 2)) == [v.split(".", 2) for v in s]
+    countries = ta.column(["Finland", "Colombia", "Florida", "Japan", "Puerto Rico", "Russia", "france"])
+    assert list(countries[countries.str.count(r"(^F.*)") == 1]) == ["Finland", "Florida"]
+    assert list(countries[countries.str.match(r"(^P.*)")]) == ["Puerto Rico"]
+    found = countries.str.findall("^[Ff](.*)")  # whole matches, not the group
+    assert list(found[found.list.length() > 0]) == [["Finland"], ["Florida"], ["france"]]
+    found = countries.str.findall("[tCc]o")
+    assert list(found[found.list.length() > 0]) == [["Co"], ["to", "co"]]
 
 
 def test_lists():
