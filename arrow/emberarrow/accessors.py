@@ -180,9 +180,10 @@ class ListMethods:
         return _wrap(_list_array(offsets, values, valid), dt.List(item_dtype, self._col.dtype.nullable))
 
     def map(self, fun, dtype=None):
-        """``fun`` applied to every item (Python per item); lists keep their lengths."""
+        """``fun`` applied to every item (Python per item); lists keep their lengths. ``dtype`` is
+        the result's List dtype, as in TorchArrow."""
         offsets, values, valid = self._parts()
-        mapped = _wrap(values, self._item).map(fun, dtype=dtype)
+        mapped = _wrap(values, self._item).map(fun, dtype=_item_dtype(dtype, "map"))
         return self._rebuild(offsets, mapped._data, valid, mapped.dtype)
 
     def vmap(self, fun):
@@ -213,9 +214,18 @@ class ListMethods:
         return column(results, dtype or self._item.with_null(self._col.dtype.nullable))
 
     def flatmap(self, fun, dtype=None):
-        """Each item to a list through ``fun``; a row's lists are concatenated."""
+        """Each item to a list through ``fun``; a row's lists are concatenated. ``dtype`` is the
+        result's List dtype."""
         results = [None if xs is None else [y for x in xs for y in fun(x)] for xs in self._col]
-        return column(results, dt.List(dtype or self._item, self._col.dtype.nullable))
+        return column(results, dt.List(_item_dtype(dtype, "flatmap") or self._item, self._col.dtype.nullable))
+
+
+def _item_dtype(dtype, name):
+    if dtype is None:
+        return None
+    if not dt.is_list(dtype):
+        raise TypeError(f"list.{name}: dtype is the result's List dtype, got {dtype}")
+    return dtype.item_dtype
 
 
 class MapMethods:
@@ -234,9 +244,11 @@ class MapMethods:
         return _wrap(_list_array(offsets, items, _arrow.validity(self._data)), dt.List(self._col.dtype.item_dtype, self._col.dtype.nullable))
 
     def get(self, key, fill_value=None):
-        """The value at ``key`` in each map, ``fill_value`` where the key is absent."""
+        """The value at ``key`` in each map, ``fill_value`` where the key is absent (null maps stay null)."""
         item = self._col.dtype.item_dtype
         found = pc.map_lookup(self._data, pa.scalar(key, type=self._data.type.key_type), "first")
         if fill_value is not None:
-            found = pc.fill_null(found, pa.scalar(fill_value).cast(found.type))
+            # a null map stays null; an absent key (or a null value) takes fill_value
+            filled = pc.fill_null(found, pa.scalar(fill_value).cast(found.type))
+            found = filled if self._data.null_count == 0 else pc.if_else(self._data.is_valid(), filled, pa.nulls(len(found), found.type))
         return _wrap(found, item.with_null(found.null_count > 0 or item.nullable))

@@ -248,6 +248,17 @@ def test_lists():
     with pytest.raises(IndexError):
         full.list.get(1)
     assert list(ta.column([["a", "b"], ["c"]]).list.join("-")) == ["a-b", "c"]
+    words = ta.column(dt.List(dt.string)).append([["The", "fox"], ["jumps"], ["over", "the", "river"]])
+    assert list(words.list.get(0)) == ["The", "jumps", "over"]
+    assert list(words.list.map(str.upper)) == [["THE", "FOX"], ["JUMPS"], ["OVER", "THE", "RIVER"]]
+    assert list(words.list.filter(lambda x: x.endswith("fox"))) == [["fox"], [], []]
+    assert list(ta.column([["what", "a"], ["really?"]]).list.map(len, dtype=dt.List(dt.int64))) == [[4, 1], [7]]
+    products = ta.column(dt.List(dt.int64)).append([list(range(1, i)) for i in range(1, 6)])
+    assert list(products.list.reduce(__import__("operator").mul, 1)) == [1, 1, 2, 6, 24]
+    nested = ta.column(dt.List(dt.List(dt.string))).append([[], [[]], [["a"]], [["b", "c"], ["d", "e", "f"]]])
+    assert list(nested) == [[], [[]], [["a"]], [["b", "c"], ["d", "e", "f"]]]
+    with pytest.raises(TypeError, match="List dtype"):
+        words.list.map(len, dtype=dt.int64)
 
 
 def test_maps():
@@ -256,7 +267,10 @@ def test_maps():
     assert list(m) == rows
     assert list(m.maps.keys()) == [["a", "b"], None, [], ["b"]]
     assert list(m.maps.values()) == [[1, 2], None, [], [5]]
-    assert list(m.maps.get("b", -1)) == [2, -1, -1, 5]
+    assert list(m.maps.get("b", -1)) == [2, None, -1, 5]
+    c = ta.column([{"abc": 123}, {"de": 45, "fg": 67}, None])  # TorchArrow's example
+    assert list(c.maps.keys()) == [["abc"], ["de", "fg"], None]
+    assert list(c.maps.get("de", 0)) == [0, 45, None]
 
 
 def test_pickle_and_batches(col):
