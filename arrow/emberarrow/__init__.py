@@ -5,7 +5,7 @@ TorchArrow; recsys ops in ``emberarrow.functional``, tensor conversions in
 ``emberarrow.tensor_conversion``. See README.md for what works and what is not built yet.
 """
 from emberarrow import dtypes, functional
-from emberarrow.column import (
+from emberarrow.icolumn import (
     Column,
     ListColumn,
     MapColumn,
@@ -15,7 +15,7 @@ from emberarrow.column import (
     concat,
     if_else,
 )
-from emberarrow.dataframe import DataFrame, dataframe
+from emberarrow.idataframe import DataFrame, dataframe
 from emberarrow.expression import me
 from emberarrow.interop import from_arrow, from_pandas, from_pysequence, read_csv, read_parquet
 

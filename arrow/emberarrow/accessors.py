@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 
 from emberarrow import _arrow
 from emberarrow import dtypes as dt
-from emberarrow.column import Column, _wrap, column
+from emberarrow.icolumn import Column, _wrap, column
 
 
 def _list_array(offsets, values, valid):

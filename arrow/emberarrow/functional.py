@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from emberarrow import _arrow
 from emberarrow import dtypes as dt
-from emberarrow.column import Column, ListColumn, NumericalColumn, StringColumn, _wrap
+from emberarrow.icolumn import Column, ListColumn, NumericalColumn, StringColumn, _wrap
 
 __all__ = [
     "add_tokens", "array_constructor", "bucketize", "clamp_list", "firstx", "get_cosine_similarity",

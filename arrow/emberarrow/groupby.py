@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from emberarrow import dtypes as dt
-from emberarrow.column import _wrap, column
+from emberarrow.icolumn import _wrap, column
 
 _ROW = "__emberarrow_row"
 
@@ -56,7 +56,7 @@ class GroupedDataFrame:
 
     def _result(self, grouped, named):
         """A frame of the key columns then ``named`` = [(out name, Arrow column name, dtype)]."""
-        from emberarrow.dataframe import _frame_from_columns
+        from emberarrow.idataframe import _frame_from_columns
 
         cols = {k: _wrap(grouped[k].combine_chunks(), self._parent._column(k).dtype) for k in self._keys}
         for out, arrow_name, dtype in named:
@@ -181,7 +181,7 @@ _JOIN_TYPES = {"inner": "inner", "left": "left outer", "right": "right outer", "
 
 
 def join_frames(left, right, on, how, lsuffix, rsuffix):
-    from emberarrow.dataframe import DataFrame
+    from emberarrow.idataframe import DataFrame
     from emberarrow.interop import _frame_from_table
 
     if not isinstance(right, DataFrame):

@@ -5,7 +5,7 @@ import pyarrow as pa
 
 from emberarrow import _arrow
 from emberarrow import dtypes as dt
-from emberarrow.column import _check_device, _wrap
+from emberarrow.icolumn import _check_device, _wrap
 
 
 def from_arrow(data, dtype=None, device=""):
@@ -37,7 +37,7 @@ def _as_dtype(array, natural, dtype):
 
 
 def _frame_from_table(table, dtype=None, nullable_from_data=False):
-    from emberarrow.dataframe import _frame_from_columns
+    from emberarrow.idataframe import _frame_from_columns
 
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
@@ -51,14 +51,14 @@ def _frame_from_table(table, dtype=None, nullable_from_data=False):
         cols[field.name] = _as_dtype(array, natural, None if dtype is None else dtype.fields[i].dtype)
     frame = _frame_from_columns(cols)
     if not cols:
-        from emberarrow.dataframe import _frame_from_arrays
+        from emberarrow.idataframe import _frame_from_arrays
         frame = _frame_from_arrays({}, {}, table.num_rows)
     return frame
 
 
 def from_pysequence(data, dtype, device=""):
     """A column of ``dtype`` from a Python sequence (TorchArrow's name for ``ta.column(data, dtype)``)."""
-    from emberarrow.column import column
+    from emberarrow.icolumn import column
 
     return column(list(data), dtype, device)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from emberarrow import _arrow
 from emberarrow import dtypes as dt
-from emberarrow.column import ListColumn, MapColumn, NumericalColumn, StringColumn, _wrap
+from emberarrow.icolumn import ListColumn, MapColumn, NumericalColumn, StringColumn, _wrap
 
 _REC_ISSUE = (
     "the sparse conversions (KeyedJaggedTensor) need emberrec's jagged tensors, which are not built "
@@ -54,7 +54,7 @@ def _numbers(col):
 
 
 def _default(col):
-    from emberarrow.dataframe import DataFrame
+    from emberarrow.idataframe import DataFrame
 
     if isinstance(col, DataFrame):
         return to_tensor_tuple(col, {})
@@ -123,7 +123,7 @@ class Dense:
         self.with_presence = with_presence
 
     def __call__(self, df):
-        from emberarrow.dataframe import DataFrame
+        from emberarrow.idataframe import DataFrame
 
         if not isinstance(df, DataFrame) or not df.columns:
             raise ValueError(f"Dense needs a frame with columns, got {getattr(df, 'dtype', type(df).__name__)}")
@@ -158,7 +158,7 @@ class KeyMajorJagged:
     example filled its KeyedJaggedTensor row-major, which interleaves the keys: a bug not copied.)"""
 
     def __call__(self, df):
-        from emberarrow.dataframe import DataFrame
+        from emberarrow.idataframe import DataFrame
 
         if not isinstance(df, DataFrame):
             raise TypeError(f"KeyMajorJagged needs a DataFrame, got {type(df).__name__}")
@@ -228,7 +228,7 @@ def _apply(conversion, col):
 
 def convert(col, conversion):
     """What ``Column.to_tensor`` / ``DataFrame.to_tensor`` return."""
-    from emberarrow.dataframe import DataFrame
+    from emberarrow.idataframe import DataFrame
 
     if isinstance(conversion, dict):
         if not isinstance(col, DataFrame):
@@ -239,7 +239,7 @@ def convert(col, conversion):
 
 def from_tensor(data, dtype):
     """A column of ``dtype`` from a tensor (or WithPresence of one) that a transform returned."""
-    from emberarrow.column import column
+    from emberarrow.icolumn import column
 
     if isinstance(data, WithPresence):
         values = np.asarray(data.values.numpy()).tolist()

@@ -65,7 +65,7 @@ def _check_device(device):
 def _wrap(array, dtype):
     """The column class for ``dtype`` around ``array`` (which must already be of that Arrow type)."""
     if dt.is_struct(dtype):
-        from emberarrow.dataframe import DataFrame
+        from emberarrow.idataframe import DataFrame
         cls = DataFrame
     elif dt.is_boolean_or_numerical(dtype):
         cls = NumericalColumn
@@ -508,7 +508,7 @@ def _null_placement(na_position):
 
 
 def _is_frame(other):
-    from emberarrow.dataframe import DataFrame
+    from emberarrow.idataframe import DataFrame
     return isinstance(other, DataFrame)
 
 
@@ -802,7 +802,7 @@ class NumericalColumn(Column):
             raise TypeError(f"'include/exclude columns' parameter for '{type(self).__name__}' not supported ")
         self._require_numerical("describe")
         percentiles = _checked_percentiles(percentiles)
-        from emberarrow.dataframe import dataframe
+        from emberarrow.idataframe import dataframe
         stats = [("count", self._count()), ("mean", self.mean()), ("std", self.std()), ("min", self.min())]
         stats += list(zip([f"{p}%" for p in percentiles], self.percentile(percentiles, "midpoint")))
         stats.append(("max", self.max()))

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from emberarrow import _arrow
 from emberarrow import dtypes as dt
-from emberarrow.column import Column, _checked_percentiles, _check_device, _null_placement, _wrap, column
+from emberarrow.icolumn import Column, _checked_percentiles, _check_device, _null_placement, _wrap, column
 from emberarrow.expression import eval_expression
 
 
@@ -428,7 +428,7 @@ class DataFrame(Column):
 
     def transform(self, func, dtype=None, format="column", columns=None):
         """``func`` applied to whole columns at once: all of the frame, or ``columns`` as arguments."""
-        from emberarrow.column import _transform_input, _transform_result
+        from emberarrow.icolumn import _transform_input, _transform_result
 
         if columns is None:
             return super().transform(func, dtype, format)
