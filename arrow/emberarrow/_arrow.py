@@ -44,8 +44,12 @@ def _for_arrow(values, dtype):
         return [None if v is None else _for_arrow(list(v), dtype.item_dtype) for v in values]
     if dt.is_map(dtype):
         return [None if v is None else list(zip(v.keys(), _for_arrow(list(v.values()), dtype.item_dtype))) for v in values]
+    if (dt.is_integer(dtype) or dt.is_boolean(dtype)) and any(isinstance(v, (float, np.floating)) for v in values):
+        raise TypeError(f"floats are not converted to {dtype}; cast the column instead")
     if dt.is_numerical(dtype) and any(isinstance(v, (bool, np.bool_)) for v in values):
         return [None if v is None else int(v) for v in values]  # TorchArrow promotes bool into numbers
+    if dt.is_boolean(dtype) and any(not isinstance(v, (bool, np.bool_)) for v in values if v is not None):
+        return [None if v is None else bool(v) for v in values]  # numbers convert to booleans
     return values
 
 

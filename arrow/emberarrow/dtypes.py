@@ -151,6 +151,9 @@ class Struct(DType):
         names = [f.name for f in self.fields]
         if len(set(names)) != len(names):
             raise ValueError(f"Struct: field names must be unique, got {names}")
+        for f in self.fields:
+            if self.nullable and not f.dtype.nullable:
+                raise TypeError(f"nullable structs require each field (like {f.name}) to be nullable as well.")
 
     def __hash__(self):
         return hash((tuple(self.fields), self.nullable))
@@ -369,7 +372,9 @@ def infer_dtype_from_value(value):
     if isinstance(value, dict):
         return Map(infer_dtype_from_prefix(list(value.keys())), infer_dtype_from_prefix(list(value.values())))
     if isinstance(value, tuple):
-        names = getattr(value, "_fields", None) or [f"f_{i}" for i in range(len(value))]
+        names = getattr(value, "_fields", None)
+        if names is None:
+            raise TypeError("Cannot infer type from nested Python tuple: a plain tuple has no field names; pass dtype")
         return Struct([Field(n, infer_dtype_from_value(v)) for n, v in zip(names, value)])
     raise TypeError(f"cannot infer a dtype for {value!r} of type {type(value).__name__}")
 
@@ -401,6 +406,13 @@ def dtype_of_type(typ):
     simple = {int: int64, float: float32, str: string, bool: boolean}
     if typ in simple:
         return simple[typ]
+    if isinstance(typ, type) and issubclass(typ, tuple) and hasattr(typ, "_fields"):
+        hints = ty.get_type_hints(typ)
+        if any(n not in hints for n in typ._fields):
+            raise TypeError(f"Can't infer type from namedtuple without type hints: {typ}")
+        return Struct([Field(n, dtype_of_type(hints[n])) for n in typ._fields])
+    if dataclasses.is_dataclass(typ):
+        return Struct([Field(f.name, dtype_of_type(f.type)) for f in dataclasses.fields(typ)])
     origin, args = ty.get_origin(typ), ty.get_args(typ)
     if origin is list:
         return List(dtype_of_type(args[0]))
@@ -452,7 +464,8 @@ def dtype_of_arrow_array(array, nullable=None):
     if pa.types.is_map(t):
         return Map(dtype_of_arrow_array(array.keys), dtype_of_arrow_array(array.items), top)
     if pa.types.is_struct(t):
-        return Struct([Field(f.name, dtype_of_arrow_array(array.field(i))) for i, f in enumerate(t)], top)
+        # a nullable struct needs nullable fields (TorchArrow's rule)
+        return Struct([Field(f.name, dtype_of_arrow_array(array.field(i), True if top else None)) for i, f in enumerate(t)], top)
     return arrowtype_to_dtype(t, top)
 
 
@@ -472,7 +485,7 @@ def arrowtype_to_dtype(t, nullable):
     if pa.types.is_fixed_size_list(t):
         return List(arrowtype_to_dtype(t.value_type, t.value_field.nullable), nullable, t.list_size)
     if pa.types.is_struct(t):
-        return Struct([Field(f.name, arrowtype_to_dtype(f.type, f.nullable)) for f in t], nullable)
+        return Struct([Field(f.name, arrowtype_to_dtype(f.type, f.nullable or nullable)) for f in t], nullable)
     if pa.types.is_null(t):
         return Void()
     raise TypeError(f"Arrow type {t} has no emberarrow dtype (supported: bool, int8-64, float32/64, string, list, map, struct)")

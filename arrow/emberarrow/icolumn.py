@@ -158,14 +158,14 @@ class Column:
 
     def __repr__(self):
         values = self.to_pylist()
-        shown = values if len(values) <= 20 else values[:10] + ["..."] + values[-10:]
-        index = list(range(len(values))) if len(values) <= 20 else list(range(10)) + ["..."] + list(range(len(values) - 10, len(values)))
-        width = max((len(str(i)) for i in index), default=1)
-        lines = [f"{str(i):>{width}}  {v!r}" if isinstance(v, str) and v != "..." else f"{str(i):>{width}}  {v}" for i, v in zip(index, shown)]
-        lines.append(f"dtype: {self._dtype}, length: {len(self)}, null_count: {self.null_count}")
+        shown = list(enumerate(values)) if len(values) <= 20 else list(enumerate(values))[:10] + [("...", "...")] + list(enumerate(values))[-10:]
+        width = max((len(str(i)) for i, _ in shown), default=1)
+        lines = [f"{str(i):>{width}}  {_show(v) if i != '...' else v}" for i, v in shown]
+        lines.append(f"dtype: {self._dtype}, length: {len(self)}, null_count: {self.null_count}, device: cpu")
         return "\n".join(lines)
 
-    __str__ = __repr__
+    def __str__(self):
+        return f"Column([{', '.join(_show(v) for v in self.to_pylist())}])"
 
     def __reduce__(self):
         return (_wrap, (self._data, self._dtype))
@@ -266,12 +266,13 @@ class Column:
         if self.null_count and not dtype.nullable:
             raise ValueError("Cannot cast a column with nulls to a non-nullable type")
         target = dt.dtype_to_arrowtype(dtype)
-        # Float to integer truncates towards zero, as TorchArrow's Python int() did.
-        unsafe = dt.is_numerical(self._dtype) and dt.is_integer(dtype)
+        source = self._data
+        if dt.is_floating(self._dtype) and dt.is_integer(dtype):
+            source = pc.round(source, round_mode="half_towards_infinity")  # Velox rounds: 4.51 -> 5, -2.5 -> -3
         try:
-            return _wrap(pc.cast(self._data, target, safe=not unsafe), dtype)
+            return _wrap(pc.cast(source, target), dtype)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-            raise TypeError(f"cannot cast {self._dtype} to {dtype}: {error}") from None
+            raise TypeError(f"cast: {self._dtype} for {type(self).__name__} is not supported as {dtype} ({error})") from None
 
     def map(self, arg, na_action=None, dtype=None, columns=None):
         """Each value through ``arg`` (a dict or a function); nulls go to it too unless na_action='ignore'."""
@@ -438,13 +439,27 @@ class Column:
     def _compare(self, other, name):
         if _is_frame(other):
             return NotImplemented
+        nested = dt.is_list(self._dtype) or dt.is_map(self._dtype)
+        if nested and isinstance(other, (list, dict)):  # one list or dict, compared with every row
+            return self._compare_values([other] * len(self), name, dt.Boolean(self._dtype.nullable))
         right, right_dtype = self._operand(other)
         dtype = dt.Boolean(self._dtype.nullable or right_dtype.nullable)
+        if nested and right_dtype.with_null(False) == self._dtype.with_null(False):
+            return self._compare_values(_arrow.to_pylist(right, right_dtype), name, dtype)
         try:
             left, right = _aligned(self._data, self._dtype, right, right_dtype)
             return _wrap(getattr(pc, name)(left, right), dtype)
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
             raise TypeError(f"cannot compare {self._dtype} with {right_dtype}") from None
+
+    def _compare_values(self, right_values, name, dtype):
+        """Comparisons of lists (and ==/!= of maps), which Arrow cannot do: per row, in Python."""
+        compare = _PY_COMPARISONS[name]
+        try:
+            result = [None if a is None or b is None else compare(a, b) for a, b in zip(self.to_pylist(), right_values)]
+        except TypeError:
+            raise TypeError(f"cannot compare {self._dtype} values with {name}") from None
+        return column(result, dtype.with_null(any(r is None for r in result)) if not dtype.nullable else dtype)
 
     def _operand(self, other):
         """(Arrow array or scalar, dtype) for the right-hand side of a binary operation."""
@@ -488,6 +503,16 @@ class Column:
         return tensor_conversion.convert(self, conversion)
 
 
+_PY_COMPARISONS = {
+    "equal": lambda a, b: a == b, "not_equal": lambda a, b: a != b, "less": lambda a, b: a < b,
+    "less_equal": lambda a, b: a <= b, "greater": lambda a, b: a > b, "greater_equal": lambda a, b: a >= b,
+}
+
+
+def _show(value):
+    return f"'{value}'" if isinstance(value, str) else str(value)
+
+
 def _dict_lookup(mapping, value, na_action):
     """TorchArrow's map with a dict: a missing key gives None (a defaultdict its default); a null
     looks up the key None unless na_action='ignore'."""
@@ -514,10 +539,12 @@ def _is_frame(other):
 
 def _from_results(results, dtype, fallback):
     """A column of user-function results: ``dtype`` when given, else the input's dtype when the
-    results fit it (TorchArrow's default), else the dtype inferred from the results."""
+    results fit it (TorchArrow's default), else the dtype inferred from the results. A None
+    result (na_action='ignore', or the function's) makes the dtype nullable."""
+    has_none = any(r is None for r in results)
     if dtype is not None:
-        return column(results, dtype)
-    nullable = fallback.nullable or any(r is None for r in results)
+        return column(results, dtype.with_null(dtype.nullable or has_none))
+    nullable = fallback.nullable or has_none
     try:
         return column(results, fallback.with_null(nullable))
     except (TypeError, ValueError):
@@ -829,6 +856,11 @@ class StringColumn(Column):
 
     def __add__(self, other):
         return self.str.cat(other)
+
+    def __radd__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return _wrap(pc.binary_join_element_wise(pa.scalar(other), self._data, ""), self._dtype)
 
 
 class ListColumn(Column):

@@ -56,19 +56,19 @@ def _from_mapping(data, dtype):
 
 def _from_rows(rows, dtype, columns):
     if dtype is None:
-        row_dtype = dt.infer_dtype_from_prefix(rows)
-        if not dt.is_struct(row_dtype):
-            raise TypeError("Dataframe cannot infer struct type from data")
-        if dt.contains_any(row_dtype):
-            raise ValueError("Dataframe cannot infer the item types of empty lists or dicts; pass dtype")
+        present = [r for r in rows if r is not None]
         if columns is None:
-            first = next((r for r in rows if r is not None), None)
+            first = next(iter(present), None)
             if not hasattr(first, "_fields"):
                 raise TypeError("DataFrame construction from tuples requires dtype or columns to be given")
             columns = list(first._fields)
-        if len(columns) != len(row_dtype.fields):
+        if any(not isinstance(r, tuple) or len(r) != len(columns) for r in present):
             raise TypeError("Dataframe column length must equal row length")
-        dtype = dt.Struct([dt.Field(n, f.dtype) for n, f in zip(columns, row_dtype.fields)])
+        field_types = [dt.infer_dtype_from_prefix(values) for values in zip(*present)] if present else []
+        if len(field_types) != len(columns) or any(dt.is_void(t) or dt.contains_any(t) for t in field_types):
+            raise ValueError("Dataframe cannot infer the column types from these rows; pass dtype")
+        nullable = len(present) < len(rows)
+        dtype = dt.Struct([dt.Field(n, t.with_null(t.nullable or nullable)) for n, t in zip(columns, field_types)], nullable)
     return _wrap(_arrow.to_arrow_array(rows, dtype), dtype)
 
 
@@ -262,6 +262,15 @@ class DataFrame(Column):
     def cumsum(self):
         return self._lift(lambda c: c.cumsum())
 
+    def _cummin(self):
+        return self._lift(lambda c: c._cummin())
+
+    def _cummax(self):
+        return self._lift(lambda c: c._cummax())
+
+    def _cumprod(self):
+        return self._lift(lambda c: c._cumprod())
+
     def isin(self, values):
         """Per column: a list applies to every column, a dict or frame maps column name to values."""
         if isinstance(values, (dict, DataFrame)):
@@ -424,7 +433,10 @@ class DataFrame(Column):
                 results.append(None)
             else:
                 results.append(arg.get(row) if isinstance(arg, dict) else arg(*row))
-        return column(results, dtype or hint) if (dtype or hint) else column(results)
+        from emberarrow.icolumn import _from_results
+
+        given = dtype or hint
+        return _from_results(results, given, None) if given else column(results)
 
     def transform(self, func, dtype=None, format="column", columns=None):
         """``func`` applied to whole columns at once: all of the frame, or ``columns`` as arguments."""
