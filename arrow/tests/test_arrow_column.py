@@ -280,3 +280,40 @@ def test_pickle_and_batches(col):
     assert [len(b) for b in batches] == [3, 3, 2]
     assert list(ta.Column.unbatch(batches)) == VALUES
     assert col.is_unique is False and ta.column([1, 2, 3]).is_monotonic_increasing
+
+
+def test_torcharrow_conformance_details():
+    c = ta.column(list(range(3)))
+    assert str(c) == "Column([0, 1, 2])" and str(ta.column(["a"])) == "Column(['a'])"
+    assert repr(c) == "0  0\n1  1\n2  2\ndtype: int64, length: 3, null_count: 0, device: cpu"
+    lists = ta.column([[1, 2], [3, 4]])
+    assert list(lists == [3, 4]) == [False, True] and list(lists < [3, 4]) == [True, False]
+    assert list(lists != ta.column([[0, 1], [3, 4]])) == [True, False]
+    assert list(ta.column(dt.boolean).append([True, 1, 0])) == [True, True, False]
+    with pytest.raises(TypeError, match="floats are not converted"):
+        ta.column([1, 2]).append([3.0])
+    with pytest.raises(TypeError, match="floats are not converted"):
+        ta.column([True]).append([1.0])
+    assert list("pre_" + ta.column(["a", None])) == ["pre_a", None]
+    with pytest.raises(TypeError, match="nested Python tuple"):
+        ta.column([[(1, "a")]])
+    with pytest.raises(TypeError, match="nullable structs require"):
+        dt.Struct([dt.Field("a", dt.int64)], nullable=True)
+    with pytest.raises(TypeError, match="is not supported"):
+        lists.cast(dt.int64)
+
+
+def test_namedtuple_return_hints_make_frames():
+    import typing
+
+    class Ret(typing.NamedTuple):
+        plus: int
+        minus: int
+
+    def both(a: int, b: int) -> Ret:
+        return Ret(a + b, a - b)
+
+    df = ta.dataframe({"a": [1, 2], "b": [10, 20]})
+    out = df.map(both, columns=["a", "b"])
+    assert out.dtype == dt.Struct([dt.Field("plus", dt.int64), dt.Field("minus", dt.int64)])
+    assert list(out) == [(11, -9), (22, -18)]
