@@ -36,6 +36,8 @@ def column(data=None, dtype=None, device=""):
         return _wrap(pa.array([], type=dt.dtype_to_arrowtype(dtype)), dtype)
     if isinstance(data, Column):
         return data if dtype is None or dtype == data.dtype else data.cast(dtype)
+    if isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype.kind in "bif":
+        data = pa.array(data)  # zero-copy for numbers; the NumPy dtype is kept (int32 stays Int32)
     if isinstance(data, (pa.Array, pa.ChunkedArray)):
         from emberarrow.interop import from_arrow
         return from_arrow(data, dtype)

@@ -2,6 +2,7 @@ import math
 import pickle
 import statistics
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -29,6 +30,9 @@ def test_construction_and_properties(col):
     assert isinstance(col, ta.Column) and isinstance(col, ta.NumericalColumn)
     assert ta.column(dt.String(True)).dtype == dt.String(True) and len(ta.column(dt.string)) == 0
     assert list(ta.Column([1, 2])) == [1, 2]
+    from_numpy = ta.column(np.arange(3, dtype=np.int32))
+    assert from_numpy.dtype == dt.int32 and list(from_numpy) == [0, 1, 2]
+    assert ta.column(np.array([1.5, 2.5])).dtype == dt.float64
     assert "dtype: Int64(nullable=True), length: 8, null_count: 2" in repr(col)
 
 
