@@ -286,9 +286,9 @@ class Column:
             return _from_results(results, dtype, self._dtype)
         if not callable(arg):
             raise TypeError(f"map: arg must be a dict or a callable, got {type(arg).__name__}")
-        inferred = dtype or dt.infer_dtype_from_callable_hint(arg)
+        given = dtype or dt.infer_dtype_from_callable_hint(arg)
         results = [None if v is None and na_action == "ignore" else arg(v) for v in self]
-        return _from_results(results, dtype or inferred, self._dtype)
+        return _from_results(results, given, self._dtype)
 
     def flatmap(self, arg, na_action=None, dtype=None, columns=None):
         """Each value to a list through ``arg``; the lists' items, concatenated, form the result."""
@@ -461,7 +461,7 @@ class Column:
             result = [None if a is None or b is None else compare(a, b) for a, b in zip(self.to_pylist(), right_values)]
         except TypeError:
             raise TypeError(f"cannot compare {self._dtype} values with {name}") from None
-        return column(result, dtype.with_null(any(r is None for r in result)) if not dtype.nullable else dtype)
+        return column(result, dtype.with_null(dtype.nullable or any(r is None for r in result)))
 
     def _operand(self, other):
         """(Arrow array or scalar, dtype) for the right-hand side of a binary operation."""
