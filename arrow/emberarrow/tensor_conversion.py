@@ -154,7 +154,8 @@ class JaggedFeatures:
 
 class KeyMajorJagged:
     """A frame of id-list columns (lists of integers) as JaggedFeatures, built in one pass that
-    copies each column's ids once, on all cores. A null list has length 0. (TorchRec's torcharrow
+    copies each column's ids once (a copy is memory-bound: more threads do not help). A null list
+    has length 0. (TorchRec's torcharrow
     example filled its KeyedJaggedTensor row-major, which interleaves the keys: a bug not copied.)"""
 
     def __call__(self, df):
@@ -177,8 +178,7 @@ class KeyMajorJagged:
         start = 0
         for k, (offsets, ids) in enumerate(parts):
             np.subtract(offsets[1:], offsets[:-1], out=lengths[k * rows:(k + 1) * rows], casting="unsafe")
-            target = values[start:start + len(ids)]
-            _arrow.parallel_ranges(len(ids), lambda a, b, target=target, ids=ids: np.copyto(target[a:b], ids[a:b], casting="unsafe"))
+            np.copyto(values[start:start + len(ids)], ids, casting="unsafe")
             start += len(ids)
         return JaggedFeatures(df.columns, _tensor(values), _tensor(lengths))
 
