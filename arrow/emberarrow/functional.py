@@ -51,6 +51,20 @@ def _with_nulls(values, valid):
     return _arrow.from_numpy(values, valid)
 
 
+def _null_free_rows(offsets, values, array):
+    """Rows that are not null and hold no null item: Velox's callNullFree gives null for the others."""
+    valid = _arrow.validity(array)
+    if values.null_count:
+        rows = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+        valid = valid & ~(np.bincount(rows[~_arrow.validity(values)], minlength=len(valid)) > 0)
+    return valid
+
+
+def _list_result(offsets, values, valid, dtype):
+    mask = None if valid.all() else pa.array(~valid)
+    return _wrap(pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), values, mask=mask), dtype)
+
+
 # ---- sigrid_hash ----
 
 _CHUNK = 1 << 14  # elements per pass: the temporaries stay in cache
@@ -137,9 +151,7 @@ def sigrid_hash(value_col, salt, max_value):
     if isinstance(value_col, ListColumn) and dt.is_integer(value_col.dtype.item_dtype):
         offsets, values = _arrow.list_parts(value_col._data)
         hashed = _sigrid_hash_values(_arrow.numpy_values(values), int(salt), int(max_value))
-        valid = _arrow.validity(value_col._data)
-        flat = _with_nulls(hashed, _arrow.validity(values))
-        return _wrap(pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), flat, mask=None if valid.all() else pa.array(~valid)), dt.List(dt.Int64(True), True))
+        return _list_result(offsets, pa.array(hashed), _null_free_rows(offsets, values, value_col._data), dt.List(dt.Int64(True), True))
     if isinstance(value_col, StringColumn):
         ids = _fnv1a_utf8(value_col._data)
     elif isinstance(value_col, NumericalColumn) and dt.is_integer(value_col.dtype):
@@ -209,10 +221,8 @@ def bucketize(value_col, borders):
     _check_borders(borders)
     if isinstance(value_col, ListColumn) and dt.is_numerical(value_col.dtype.item_dtype):
         offsets, values = _arrow.list_parts(value_col._data)
-        ids = _with_nulls(_bucket_ids(_arrow.numpy_values(values).astype(np.float64), borders), _arrow.validity(values))
-        valid = _arrow.validity(value_col._data)
-        array = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), ids, mask=None if valid.all() else pa.array(~valid))
-        return _wrap(array, dt.List(dt.Int32(True), True))
+        ids = pa.array(_bucket_ids(_arrow.numpy_values(values).astype(np.float64), borders))
+        return _list_result(offsets, ids, _null_free_rows(offsets, values, value_col._data), dt.List(dt.Int32(True), True))
     _require(value_col, NumericalColumn, "bucketize", "a numerical column or a list column of numbers")
     if not dt.is_numerical(value_col.dtype):
         raise TypeError(f"bucketize: expected numbers, got {value_col.dtype}")
@@ -221,20 +231,20 @@ def bucketize(value_col, borders):
 
 
 def firstx(col, num_to_copy):
-    """The first ``num_to_copy`` items of each list (zero-copy when no list is longer)."""
+    """The first ``num_to_copy`` items of each list (zero-copy when no list is longer and none
+    holds a null)."""
     _require(col, ListColumn, "firstx", "a list column")
     if num_to_copy < 0:
         raise ValueError(f"firstx: num_to_copy must be >= 0, got {num_to_copy}")
     offsets, values = _arrow.list_parts(col._data)
     lengths = np.diff(offsets)
-    if not len(lengths) or lengths.max() <= num_to_copy:
-        return _wrap(col._data, _nullable(col.dtype))
+    valid = _null_free_rows(offsets, values, col._data)
+    if valid.all() and (not len(lengths) or lengths.max() <= num_to_copy):
+        return _wrap(col._data, _nullable(col.dtype))  # nothing to cut: zero-copy
     position = np.arange(len(values)) - np.repeat(offsets[:-1], lengths)
     values = values.filter(pa.array(position < num_to_copy))
     offsets = np.concatenate([[0], np.cumsum(np.minimum(lengths, num_to_copy))])
-    valid = _arrow.validity(col._data)
-    array = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), values, mask=None if valid.all() else pa.array(~valid))
-    return _wrap(array, _nullable(col.dtype))
+    return _list_result(offsets, values, valid, _nullable(col.dtype))
 
 
 def clamp_list(col, lo, hi):
@@ -245,9 +255,7 @@ def clamp_list(col, lo, hi):
     offsets, values = _arrow.list_parts(col._data)
     np_type = dt.np_typeof_dtype(col.dtype.item_dtype)
     clamped = np.clip(_arrow.numpy_values(values), lo, hi).astype(np_type)
-    valid = _arrow.validity(col._data)
-    array = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), _with_nulls(clamped, _arrow.validity(values)), mask=None if valid.all() else pa.array(~valid))
-    return _wrap(array, _nullable(col.dtype))
+    return _list_result(offsets, pa.array(clamped), _null_free_rows(offsets, values, col._data), _nullable(col.dtype))
 
 
 def add_tokens(input_col, tokens, begin):
@@ -267,9 +275,7 @@ def add_tokens(input_col, tokens, begin):
     source[token_slots] = n_values + np.tile(np.arange(k), len(offsets) - 1)
     source[~is_token] = np.arange(n_values)
     flat = pa.concat_arrays([values, token_array]).take(pa.array(source))
-    valid = _arrow.validity(input_col._data)
-    array = pa.ListArray.from_arrays(pa.array(new_offsets.astype(np.int32, copy=False)), flat, mask=None if valid.all() else pa.array(~valid))
-    return _wrap(array, _nullable(input_col.dtype))
+    return _list_result(new_offsets, flat, _arrow.validity(input_col._data), _nullable(input_col.dtype))
 
 
 def array_constructor(*args):
