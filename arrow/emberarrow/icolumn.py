@@ -268,6 +268,8 @@ class Column:
         if self.null_count and not dtype.nullable:
             raise ValueError("Cannot cast a column with nulls to a non-nullable type")
         target = dt.dtype_to_arrowtype(dtype)
+        if self._data.type == target:
+            return _wrap(self._data, dtype)  # only the nullability changes: zero-copy
         source = self._data
         if dt.is_floating(self._dtype) and dt.is_integer(dtype):
             source = pc.round(source, round_mode="half_towards_infinity")  # Velox rounds: 4.51 -> 5, -2.5 -> -3
