@@ -71,11 +71,11 @@ _CHUNK = 1 << 14  # elements per pass: the temporaries stay in cache
 _K_MUL = _U64(0x9DDFEA08EB382D69)
 
 
-def _twang_mix64(key, tmp):
-    """folly::hash::twang_mix64, in place on uint64 ``key`` (wrapping arithmetic); ``tmp`` is scratch.
-    Its shift-and-add steps are multiplications: (~k) + (k << 21) = k * (2**21 - 1) - 1,
+def _twang_mix64(source, key, tmp):
+    """folly::hash::twang_mix64 of uint64 ``source`` into ``key`` (wrapping arithmetic); ``tmp`` is
+    scratch. Its shift-and-add steps are multiplications: (~k) + (k << 21) = k * (2**21 - 1) - 1,
     k + (k << 3) + (k << 8) = k * 265, k + (k << 2) + (k << 4) = k * 21, k + (k << 31) = k * (2**31 + 1)."""
-    key *= _U64((1 << 21) - 1)
+    np.multiply(source, _U64((1 << 21) - 1), out=key)
     key -= _U64(1)
     np.right_shift(key, _U64(24), out=tmp)
     key ^= tmp
@@ -109,15 +109,16 @@ def _sigrid_hash_values(values, salt, max_value):
         out[:] = 0
         return out
     salt = np.array(salt, dtype=np.int64).view(_U64)
+    values = values.astype(np.int64, copy=False).view(_U64)
 
     def hash_range(start, stop):
-        tmp = np.empty(min(_CHUNK, stop - start), dtype=_U64)
+        buffers = np.empty((2, min(_CHUNK, stop - start)), dtype=_U64)
         for chunk in range(start, stop, _CHUNK):
-            key = values[chunk:min(chunk + _CHUNK, stop)].astype(np.int64).view(_U64)  # our own copy
-            scratch = tmp[:len(key)]
-            _twang_mix64(key, scratch)
+            source = values[chunk:min(chunk + _CHUNK, stop)]
+            key, scratch = buffers[0, :len(source)], buffers[1, :len(source)]
+            _twang_mix64(source, key, scratch)
             _hash_combine(salt, key, scratch)
-            np.remainder(key.view(np.int64), np.int64(max_value), out=out[chunk:chunk + len(key)])
+            np.remainder(key.view(np.int64), np.int64(max_value), out=out[chunk:chunk + len(source)])
 
     _arrow.parallel_ranges(len(values), hash_range)
     return out
