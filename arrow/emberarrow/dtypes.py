@@ -183,11 +183,17 @@ class Struct(DType):
 
 
 def _row_type(names):
-    """A namedtuple class for rows with these field names (cached: one class per name list)."""
+    """A namedtuple class for rows with these field names (one class per name list). Rows pickle
+    by their names and values, so they reach DataLoader workers and come back."""
     if names not in _ROW_TYPES:
         fixed = [_identifier(n, i) for i, n in enumerate(names)]
-        _ROW_TYPES[names] = namedtuple("Row", fixed, rename=True)
+        base = namedtuple("Row", fixed, rename=True)
+        _ROW_TYPES[names] = type("Row", (base,), {"__slots__": (), "__reduce__": lambda row: (_rebuild_row, (names, tuple(row)))})
     return _ROW_TYPES[names]
+
+
+def _rebuild_row(names, values):
+    return _row_type(names)(*values)
 
 
 _ROW_TYPES: dict = {}

@@ -193,6 +193,8 @@ def test_arrow_pandas_pickle_round_trips():
     back = ta.from_pandas(pdf)
     assert [r[0] for r in back] == [r[0] for r in df] and back["x"].null_count == 1
     assert rows(pickle.loads(pickle.dumps(df))) == rows(df)
+    row = pickle.loads(pickle.dumps(df[1]))  # rows (and to_tensor's tuples) reach workers and back
+    assert row == df[1] and row.k == "a"
     assert df.to_pylist()[0].k == "b"
 
 

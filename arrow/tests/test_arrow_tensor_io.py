@@ -115,6 +115,24 @@ def test_emberdata_does_not_import_pyarrow():
     assert out.stdout.strip() == "False"
 
 
+def _hash_to_tensors(df):
+    from emberarrow import functional
+
+    df["h"] = functional.sigrid_hash(df["v"], 0, 100)
+    return df.to_tensor()
+
+
+def test_dataloader_workers_preprocess_frames():
+    from emberdata import DataLoader
+    from emberdata.datapipes.iter import IterableWrapper
+
+    pipe = IterableWrapper([(i, [i]) for i in range(40)]).dataframe(dataframe_size=10, columns=["v", "l"])
+    out = list(DataLoader(pipe.sharding_filter().map(_hash_to_tensors), batch_size=None, num_workers=2))
+    assert sorted(int(batch.v[0]) for batch in out) == [0, 10, 20, 30]
+    first = next(b for b in out if int(b.v[0]) == 0)
+    assert first.h.values.tolist() == [6, 60, 54, 54, 9, 4, 91, 11, 67, 79]  # TorchArrow's vector for 0..9
+
+
 def test_frames_cross_process_boundaries():
     import multiprocessing as mp
 
