@@ -142,7 +142,7 @@ class DataFrame(Column):
         if not isinstance(name, str):
             raise TypeError(f"column names must be str, got {type(name).__name__}")
         col = value if isinstance(value, Column) else column(value)
-        if self.columns and len(col) != len(self):
+        if (self.columns or len(self)) and len(col) != len(self):
             raise TypeError(f"all columns/lists must have equal length: the frame has {len(self)} rows, the column {len(col)}")
         cols = self._columns_dict()
         cols[name] = col
