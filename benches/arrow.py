@@ -7,10 +7,14 @@ log(x + 3) of the dense features; for each sparse feature sigrid_hash, array_con
 then tensors: the dense features as one (rows, 13) float32 tensor (Dense(batch_first=True)), the
 sparse ones as a KeyedJaggedTensor's key-major values and lengths, and the labels.
 
+emberarrow runs twice: step by step in TorchArrow's API, as the example writes it, and with the
+steps folded into the tensor conversions (Dense's fill_null/log_offset, KeyMajorJagged's
+fill_null/sigrid_hash/firstx), which read each value once and write the tensors directly.
 pandas and polars do the same steps as their users would write them. Neither has sigrid_hash, so
-both call the same NumPy kernel emberarrow uses; pandas has no list columns, so its sparse
+both call emberarrow's own Rust kernel (on NumPy arrays); pandas has no list columns, so its sparse
 features stay scalars (one id per row, which is what firstx(1) of a one-item list leaves).
-The last table is rows/s from a Parquet file to tensors through emberdata's load_parquet_as_df.
+The last table is rows/s from a Parquet file to tensors through emberdata's load_parquet_as_df
+(the fused conversions).
 
     python benches/arrow.py [--rows 1000000]
 """
@@ -92,6 +96,23 @@ def run_ember(table):
     return ember_to_tensors(ember_preprocess(ta.from_arrow(table)))
 
 
+def ember_fused(df):
+    """The same result with the steps done inside the conversions: one pass over each value."""
+    from emberarrow import functional
+    from emberarrow import tensor_conversion as tc
+
+    df["bucketize_int_0"] = functional.bucketize(df["int_0"].fill_null(0), BORDERS)
+    dense = df[INT_NAMES].to_tensor(tc.Dense(batch_first=True, fill_null=0, log_offset=3))
+    sparse = df[CAT_NAMES + ["bucketize_int_0"]].to_tensor(tc.KeyMajorJagged(fill_null=0, sigrid_hash=(SALT, NUM_EMBEDDINGS), firstx=1))
+    return dense, sparse.values, sparse.lengths, df[LABEL].to_tensor()
+
+
+def run_ember_fused(table):
+    import emberarrow as ta
+
+    return ember_fused(ta.from_arrow(table))
+
+
 # ---- pandas ----
 
 def run_pandas(table):
@@ -159,7 +180,7 @@ def parquet_rows_per_second(table, row_group):
         pq.write_table(table, path, row_group_size=row_group)
 
         def pipeline():
-            pipe = IterableWrapper([path]).load_parquet_as_df().map(ember_preprocess).map(ember_to_tensors)
+            pipe = IterableWrapper([path]).load_parquet_as_df().map(ember_fused)
             return sum(len(batch[0]) for batch in pipe)
 
         seconds, rows = best_time(pipeline)
@@ -174,7 +195,7 @@ def main():
     print(f"{args.rows:,} Criteo-like rows (13 dense, 26 sparse, nulls in both); CPU: {cpu_name()}, {os.cpu_count()} cores "
           f"(shared with other work: compare ratios within this run). Best of {ROUNDS} rounds.\n")
 
-    runners = {"emberarrow": run_ember, "pandas": run_pandas}
+    runners = {"emberarrow, TorchArrow's steps": run_ember, "emberarrow, fused conversions": run_ember_fused, "pandas": run_pandas}
     try:
         import polars  # noqa: F401
         runners["polars"] = run_polars
@@ -187,14 +208,14 @@ def main():
         for name, run in runners.items():
             seconds, outputs[name] = best_time(run, table, repeat=1)
             best[name] = min(best[name], seconds)
-    ember_s = best["emberarrow"]
-    rows = [(name, best[name], f"{best[name] / ember_s:.2f}x", "-" if name == "emberarrow" else same_tensors(outputs["emberarrow"], outputs[name]))
-            for name in runners]
-    print("| library | preprocess to tensors | ratio (its time / emberarrow's) | same tensors as emberarrow |")
-    print("|---|---|---|---|")
-    for name, seconds, ratio, same in rows:
-        shown = f"{seconds:.2f} s ({args.rows / seconds / 1e6:.2f} M rows/s)"
-        print(f"| {name} | {shown} | {ratio} | {'yes' if same is True else ('no' if same is False else same)} |")
+    reference = "emberarrow, TorchArrow's steps"
+    print("| library | preprocess to tensors | pandas' time / its time | polars' time / its time | same tensors as emberarrow's steps |")
+    print("|---|---|---|---|---|")
+    for name in runners:
+        shown = f"{best[name]:.2f} s ({args.rows / best[name] / 1e6:.2f} M rows/s)"
+        ratios = [f"{best[other] / best[name]:.2f}x" if other in best else "-" for other in ("pandas", "polars")]
+        same = "-" if name == reference else ("yes" if same_tensors(outputs[reference], outputs[name]) else "no")
+        print(f"| {name} | {shown} | {ratios[0]} | {ratios[1]} | {same} |")
 
     print("\n| Parquet to tensors (emberdata load_parquet_as_df, preproc, tensors) | rows/s | total |\n|---|---|---|")
     for row_group in (65_536, 262_144):

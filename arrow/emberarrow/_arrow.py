@@ -1,9 +1,6 @@
 """Conversions between Python values, Arrow arrays and dtypes, shared by every column class."""
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -129,17 +126,42 @@ def normalise(array):
     return array if array.type == target else array.cast(target)
 
 
-PARALLEL_MIN = 1 << 17  # below this many elements one thread is faster than handing out work
+def kernels():
+    """ember's Rust kernels over Arrow buffers (``ember._C.arrow``), imported on first use."""
+    from ember._C import arrow
+
+    return arrow
 
 
-def parallel_ranges(n, work, min_size=PARALLEL_MIN):
-    """Run ``work(start, stop)`` over [0, n) in pieces on all cores (NumPy releases the GIL in its
-    loops). The pool lives for one call only, so a forked DataLoader worker inherits no threads."""
-    threads = os.cpu_count() or 1
-    if threads == 1 or n < min_size:
-        work(0, n)
-        return
-    step = -(-n // (threads * 4))
-    with ThreadPoolExecutor(threads) as pool:
-        for future in [pool.submit(work, start, min(start + step, n)) for start in range(0, n, step)]:
-            future.result()
+def raw_values(array):
+    """The value buffer of a primitive (non-boolean) array as a NumPy view of its items, null slots
+    holding whatever they hold: what the kernels read, without a copy."""
+    np_type = array.type.to_pandas_dtype()
+    buffer = array.buffers()[1]
+    if buffer is None:  # an empty array may come without one
+        return np.empty(0, dtype=np_type)
+    item = np.dtype(np_type).itemsize
+    return np.frombuffer(buffer, dtype=np_type, count=len(array), offset=array.offset * item)
+
+
+def int64_values(array):
+    """An integer array's values as int64 NumPy, null slots unspecified (no copy for int64)."""
+    return raw_values(array if array.type == pa.int64() else array.cast(pa.int64()))
+
+
+def validity_bits(array):
+    """(the validity bitmap as NumPy bytes, or None without nulls; the array's bit offset)."""
+    if array.null_count == 0:
+        return None, array.offset
+    return np.frombuffer(array.buffers()[0], dtype=np.uint8), array.offset
+
+
+def sharing_validity(array, np_type, write):
+    """An Arrow array of ``np_type`` with ``array``'s validity bitmap, shared without a copy, and
+    values that ``write(out)`` fills (``out`` has one slot per item of ``array``). The value buffer
+    starts ``array.offset`` slots early so that one offset serves both buffers."""
+    out = np.empty(array.offset + len(array), dtype=np_type)
+    write(out[array.offset:])
+    validity = array.buffers()[0] if array.null_count else None
+    return pa.Array.from_buffers(pa.from_numpy_dtype(np_type), len(array), [validity, pa.py_buffer(out)],
+                                 null_count=array.null_count, offset=array.offset)

@@ -1,5 +1,6 @@
-"""TorchArrow's recsys and text functions (``torcharrow.functional``), vectorised with NumPy over the
-Arrow buffers: list columns are handled as offsets plus one flat array of values.
+"""TorchArrow's recsys and text functions (``torcharrow.functional``) over the Arrow buffers: list
+columns are handled as offsets plus one flat array of values; sigrid_hash, bucketize and firstx run
+in Rust (``ember._C.arrow``), the rest vectorised with NumPy.
 
 Results follow TorchArrow's (Velox's) definitions exactly, sigrid_hash bit for bit; as there, a
 row whose argument is null, or holds a null item, gives null, and result dtypes are nullable.
@@ -67,60 +68,12 @@ def _list_result(offsets, values, valid, dtype):
 
 # ---- sigrid_hash ----
 
-_CHUNK = 1 << 14  # elements per pass: the temporaries stay in cache
-_K_MUL = _U64(0x9DDFEA08EB382D69)
-
-
-def _twang_mix64(source, key, tmp):
-    """folly::hash::twang_mix64 of uint64 ``source`` into ``key`` (wrapping arithmetic); ``tmp`` is
-    scratch. Its shift-and-add steps are multiplications: (~k) + (k << 21) = k * (2**21 - 1) - 1,
-    k + (k << 3) + (k << 8) = k * 265, k + (k << 2) + (k << 4) = k * 21, k + (k << 31) = k * (2**31 + 1)."""
-    np.multiply(source, _U64((1 << 21) - 1), out=key)
-    key -= _U64(1)
-    np.right_shift(key, _U64(24), out=tmp)
-    key ^= tmp
-    key *= _U64(265)
-    np.right_shift(key, _U64(14), out=tmp)
-    key ^= tmp
-    key *= _U64(21)
-    np.right_shift(key, _U64(28), out=tmp)
-    key ^= tmp
-    key *= _U64((1 << 31) + 1)
-
-
-def _hash_combine(salt, key, tmp):
-    """folly::hash::hash_combine(salt, key) = hash_128_to_64(salt, key), in place on ``key``."""
-    key ^= salt
-    key *= _K_MUL
-    np.right_shift(key, _U64(47), out=tmp)
-    key ^= tmp
-    key ^= salt
-    key *= _K_MUL
-    np.right_shift(key, _U64(47), out=tmp)
-    key ^= tmp
-    key *= _K_MUL
-
-
 def _sigrid_hash_values(values, salt, max_value):
-    """Velox's sigrid_hash over int64 NumPy values: hash_combine(salt, twang_mix64(v)), then the
-    floor remainder by ``max_value`` (what its multiply-shift division computes). On all cores."""
+    """Velox's sigrid_hash of int64 ``values`` (any NumPy integers): hash_combine(salt,
+    twang_mix64(v)), then the floor remainder by ``max_value``. The Rust kernel, on all cores."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
     out = np.empty(len(values), dtype=np.int64)
-    if max_value == 1:
-        out[:] = 0
-        return out
-    salt = np.array(salt, dtype=np.int64).view(_U64)
-    values = values.astype(np.int64, copy=False).view(_U64)
-
-    def hash_range(start, stop):
-        buffers = np.empty((2, min(_CHUNK, stop - start)), dtype=_U64)
-        for chunk in range(start, stop, _CHUNK):
-            source = values[chunk:min(chunk + _CHUNK, stop)]
-            key, scratch = buffers[0, :len(source)], buffers[1, :len(source)]
-            _twang_mix64(source, key, scratch)
-            _hash_combine(salt, key, scratch)
-            np.remainder(key.view(np.int64), np.int64(max_value), out=out[chunk:chunk + len(source)])
-
-    _arrow.parallel_ranges(len(values), hash_range)
+    _arrow.kernels().sigrid_hash(values, salt, max_value, out)
     return out
 
 
@@ -149,18 +102,20 @@ def sigrid_hash(value_col, salt, max_value):
         raise TypeError("sigrid_hash: salt and max_value must be integers")
     if max_value <= 0:
         raise ValueError(f"sigrid_hash: maxValue must be larger than 0, got {max_value}")
+    salt, max_value = int(salt), int(max_value)
     if isinstance(value_col, ListColumn) and dt.is_integer(value_col.dtype.item_dtype):
         offsets, values = _arrow.list_parts(value_col._data)
-        hashed = _sigrid_hash_values(_arrow.numpy_values(values), int(salt), int(max_value))
+        hashed = _sigrid_hash_values(_arrow.int64_values(values), salt, max_value)
         return _list_result(offsets, pa.array(hashed), _null_free_rows(offsets, values, value_col._data), dt.List(dt.Int64(True), True))
     if isinstance(value_col, StringColumn):
-        ids = _fnv1a_utf8(value_col._data)
+        ids = pa.array(_fnv1a_utf8(value_col._data), mask=~_arrow.validity(value_col._data))
     elif isinstance(value_col, NumericalColumn) and dt.is_integer(value_col.dtype):
-        ids = _arrow.numpy_values(value_col._data)
+        ids = value_col._data
     else:
         raise TypeError(f"sigrid_hash: expected an integer, list-of-integer or string column, got {getattr(value_col, 'dtype', type(value_col).__name__)}")
-    hashed = _sigrid_hash_values(ids, int(salt), int(max_value))
-    return _wrap(_with_nulls(hashed, _arrow.validity(value_col._data)), dt.Int64(True))
+    raw = _arrow.int64_values(ids)
+    hashed = _arrow.sharing_validity(ids, np.int64, lambda out: _arrow.kernels().sigrid_hash(raw, salt, max_value, out))
+    return _wrap(hashed, dt.Int64(True))
 
 
 _HEX = np.full(256, 255, dtype=np.uint8)
@@ -205,13 +160,12 @@ def _check_borders(borders):
         raise ValueError("bucketize: Borders should not have more than 2 repeated values")
 
 
-def _bucket_ids(values, borders):
-    """Velox's computeBucketId: the lower bound of the value, moved one right when the next border
-    equals the value (a border repeated twice makes a bucket of its own)."""
-    index = np.searchsorted(borders, values, side="left")
-    nxt = np.minimum(index + 1, len(borders) - 1)
-    bump = (index < len(borders) - 1) & (borders[nxt] <= values)
-    return (index + bump).astype(np.int32)
+def _bucket_ids(array, borders, out):
+    """Velox's computeBucketId of each value of ``array`` into ``out``: the lower bound of the
+    value, moved one right when the next border equals the value (a border repeated twice makes a
+    bucket of its own). Null slots get a bucket that nothing reads."""
+    values = _arrow.raw_values(array if pa.types.is_floating(array.type) or pa.types.is_integer(array.type) else array.cast(pa.float64()))
+    _arrow.kernels().bucketize(np.asarray(values, dtype=np.float64), borders, out)
 
 
 def bucketize(value_col, borders):
@@ -222,13 +176,14 @@ def bucketize(value_col, borders):
     _check_borders(borders)
     if isinstance(value_col, ListColumn) and dt.is_numerical(value_col.dtype.item_dtype):
         offsets, values = _arrow.list_parts(value_col._data)
-        ids = pa.array(_bucket_ids(_arrow.numpy_values(values).astype(np.float64), borders))
-        return _list_result(offsets, ids, _null_free_rows(offsets, values, value_col._data), dt.List(dt.Int32(True), True))
+        ids = np.empty(len(values), dtype=np.int32)
+        _bucket_ids(values, borders, ids)
+        return _list_result(offsets, pa.array(ids), _null_free_rows(offsets, values, value_col._data), dt.List(dt.Int32(True), True))
     _require(value_col, NumericalColumn, "bucketize", "a numerical column or a list column of numbers")
     if not dt.is_numerical(value_col.dtype):
         raise TypeError(f"bucketize: expected numbers, got {value_col.dtype}")
-    ids = _bucket_ids(_arrow.numpy_values(value_col._data).astype(np.float64), borders)
-    return _wrap(_with_nulls(ids, _arrow.validity(value_col._data)), dt.Int32(True))
+    array = value_col._data
+    return _wrap(_arrow.sharing_validity(array, np.int32, lambda out: _bucket_ids(array, borders, out)), dt.Int32(True))
 
 
 def firstx(col, num_to_copy):
@@ -242,10 +197,10 @@ def firstx(col, num_to_copy):
     valid = _null_free_rows(offsets, values, col._data)
     if valid.all() and (not len(lengths) or lengths.max() <= num_to_copy):
         return _wrap(col._data, _nullable(col.dtype))  # nothing to cut: zero-copy
-    position = np.arange(len(values)) - np.repeat(offsets[:-1], lengths)
-    values = values.filter(pa.array(position < num_to_copy))
-    offsets = np.concatenate([[0], np.cumsum(np.minimum(lengths, num_to_copy))])
-    return _list_result(offsets, values, valid, _nullable(col.dtype))
+    keep = np.empty(len(values), dtype=np.uint8)
+    new_offsets = np.empty(len(offsets), dtype=np.int32)
+    _arrow.kernels().firstx(offsets.astype(np.int32, copy=False), int(num_to_copy), keep, new_offsets)
+    return _list_result(new_offsets, values.filter(pa.array(keep.view(bool))), valid, _nullable(col.dtype))
 
 
 def clamp_list(col, lo, hi):

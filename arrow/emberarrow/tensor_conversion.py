@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from emberarrow import _arrow
 from emberarrow import dtypes as dt
@@ -114,13 +115,22 @@ class PadSequence:
 class Dense:
     """The frame's numerical columns as one tensor, (columns, rows) or, batch_first, (rows, columns).
 
-    Null slots are 0 (TorchArrow copied whatever the null slot held); ``with_presence=True``
-    returns WithPresence(values, presence) with a presence tensor of the same shape.
+    Null slots hold ``fill_null`` (0 by default; TorchArrow copied whatever the null slot held);
+    ``with_presence=True`` returns WithPresence(values, presence) with a presence tensor of the same
+    shape. Beyond TorchArrow, ``log_offset=c`` gives log(x + c) of each value (after the fill), as
+    ``(df + c).log()`` would, in the same pass that lays out the tensor: float32, or float64 when a
+    column is Float64.
     """
 
-    def __init__(self, *, batch_first=False, with_presence=False):
+    def __init__(self, *, batch_first=False, with_presence=False, fill_null=0, log_offset=None):
+        if not isinstance(fill_null, (int, float)) or isinstance(fill_null, bool):
+            raise TypeError(f"Dense: fill_null must be a number, got {fill_null!r}")
+        if log_offset is not None and (not isinstance(log_offset, (int, float)) or isinstance(log_offset, bool)):
+            raise TypeError(f"Dense: log_offset must be a number or None, got {log_offset!r}")
         self.batch_first = batch_first
         self.with_presence = with_presence
+        self.fill_null = fill_null
+        self.log_offset = log_offset
 
     def __call__(self, df):
         from emberarrow.idataframe import DataFrame
@@ -132,14 +142,36 @@ class Dense:
             if not dt.is_boolean_or_numerical(c.dtype):
                 raise TypeError(f"Dense: column {name!r} is {c.dtype}, not numerical")
         np_type = np.result_type(*(dt.np_typeof_dtype(c.dtype) for c in cols))
-        values = np.empty((len(cols), len(df)), dtype=np_type)
-        presence = np.empty((len(cols), len(df)), dtype=bool)
+        if self.log_offset is not None:
+            np_type = np.dtype(np.float64 if np_type == np.float64 else np.float32)
+        if np_type.kind == "f":
+            values = self._floating_rows(cols, np_type)
+            values = values if self.batch_first else values.T
+        else:
+            values = self._exact_columns(cols, np_type)
+            values = values.T if self.batch_first else values
+        if not self.with_presence:
+            return _tensor(values)
+        presence = np.stack([_arrow.validity(c._data) for c in cols])
+        return WithPresence(_tensor(values), _tensor(presence.T if self.batch_first else presence))
+
+    def _floating_rows(self, cols, np_type):
+        """(rows, columns) in one pass of the Rust kernel, which computes in float64."""
+        arrays = [c._data if c._data.type in _KERNEL_TYPES else c._data.cast(pa.float64()) for c in cols]
+        values = np.empty((len(cols[0]), len(cols)), dtype=np_type)
+        columns = [(_arrow.raw_values(a), *_arrow.validity_bits(a)) for a in arrays]
+        _arrow.kernels().dense_rows(columns, float(self.fill_null), None if self.log_offset is None else float(self.log_offset), values)
+        return values
+
+    def _exact_columns(self, cols, np_type):
+        """(columns, rows) of integers or booleans, copied exactly by NumPy."""
+        values = np.empty((len(cols), len(cols[0])), dtype=np_type)
         for i, c in enumerate(cols):
-            values[i] = _arrow.numpy_values(c._data)
-            presence[i] = _arrow.validity(c._data)
-        if self.batch_first:
-            values, presence = values.T, presence.T
-        return WithPresence(_tensor(values), _tensor(presence)) if self.with_presence else _tensor(values)
+            values[i] = _arrow.numpy_values(c._data, bool(self.fill_null) if dt.is_boolean(c.dtype) else self.fill_null)
+        return values
+
+
+_KERNEL_TYPES = (pa.int32(), pa.int64(), pa.float32(), pa.float64())
 
 
 @dataclass
@@ -153,34 +185,55 @@ class JaggedFeatures:
 
 
 class KeyMajorJagged:
-    """A frame of id-list columns (lists of integers) as JaggedFeatures, built in one pass that
-    copies each column's ids once (a copy is memory-bound: more threads do not help). A null list
-    has length 0. (TorchRec's torcharrow
-    example filled its KeyedJaggedTensor row-major, which interleaves the keys: a bug not copied.)"""
+    """A frame of id columns as JaggedFeatures, written in one pass that reads each id once.
+
+    A column holds lists of integer ids, or integer ids (one per row, as ``array_constructor``
+    would wrap them); a null list, or a null id, gives a row no ids. Beyond TorchArrow, the steps of
+    TorchRec's torcharrow example are applied while the ids are written, with no intermediate
+    column: ``fill_null=v`` makes a null id (of a column of ids) the id v, ``sigrid_hash=(salt,
+    max_value)`` hashes each id as ``functional.sigrid_hash``, ``firstx=n`` keeps the first n ids
+    of each list as ``functional.firstx``. (TorchRec's example filled its KeyedJaggedTensor
+    row-major, which interleaves the keys: a bug not copied.)"""
+
+    def __init__(self, *, fill_null=None, sigrid_hash=None, firstx=None):
+        if fill_null is not None and not _is_int(fill_null):
+            raise TypeError(f"KeyMajorJagged: fill_null must be an integer id or None, got {fill_null!r}")
+        if sigrid_hash is not None:
+            if not (isinstance(sigrid_hash, tuple) and len(sigrid_hash) == 2 and all(map(_is_int, sigrid_hash))):
+                raise TypeError(f"KeyMajorJagged: sigrid_hash must be a (salt, max_value) pair of integers, got {sigrid_hash!r}")
+            if sigrid_hash[1] <= 0:
+                raise ValueError(f"sigrid_hash: maxValue must be larger than 0, got {sigrid_hash[1]}")
+        if firstx is not None and (not _is_int(firstx) or firstx < 0):
+            raise ValueError(f"KeyMajorJagged: firstx must be an integer >= 0, got {firstx!r}")
+        self.steps = {"fill_null": fill_null, "sigrid_hash": sigrid_hash, "firstx": firstx}
 
     def __call__(self, df):
         from emberarrow.idataframe import DataFrame
 
         if not isinstance(df, DataFrame):
             raise TypeError(f"KeyMajorJagged needs a DataFrame, got {type(df).__name__}")
-        parts = []
-        for name in df.columns:
-            col = df._column(name)
-            if not isinstance(col, ListColumn) or not dt.is_integer(col.dtype.item_dtype):
-                raise TypeError(f"KeyMajorJagged: column {name!r} is {col.dtype}, not a list of integers")
-            offsets, flat = _arrow.list_parts(col._data)
-            if flat.null_count:
-                raise ValueError(f"KeyMajorJagged: column {name!r} holds null ids; fill_null first")
-            parts.append((offsets, flat.to_numpy(zero_copy_only=False)))
-        rows = len(df)
-        values = np.empty(sum(len(ids) for _, ids in parts), dtype=np.int64)
-        lengths = np.empty(rows * len(parts), dtype=np.int32)
-        start = 0
-        for k, (offsets, ids) in enumerate(parts):
-            np.subtract(offsets[1:], offsets[:-1], out=lengths[k * rows:(k + 1) * rows], casting="unsafe")
-            np.copyto(values[start:start + len(ids)], ids, casting="unsafe")
-            start += len(ids)
+        columns = [_id_buffers(name, df._column(name)) for name in df.columns]
+        kernels = _arrow.kernels()
+        lengths = np.empty(len(df) * len(columns), dtype=np.int32)
+        values = np.empty(kernels.key_major_lengths(columns, lengths, **self.steps), dtype=np.int64)
+        kernels.key_major_values(columns, lengths, values, **self.steps)
         return JaggedFeatures(df.columns, _tensor(values), _tensor(lengths))
+
+
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _id_buffers(name, col):
+    """(offsets or None, int64 ids, validity bits, bit offset) of an id column, for the kernels."""
+    if isinstance(col, ListColumn) and dt.is_integer(col.dtype.item_dtype):
+        offsets, flat = _arrow.list_parts(col._data)
+        if flat.null_count:
+            raise ValueError(f"KeyMajorJagged: column {name!r} holds null ids; fill_null first")
+        return (offsets.astype(np.int32, copy=False), _arrow.int64_values(flat), *_arrow.validity_bits(col._data))
+    if isinstance(col, NumericalColumn) and dt.is_integer(col.dtype):
+        return (None, _arrow.int64_values(col._data), *_arrow.validity_bits(col._data))
+    raise TypeError(f"KeyMajorJagged: column {name!r} is {col.dtype}, not integer ids or lists of them")
 
 
 class _Sparse:

@@ -213,9 +213,33 @@ def test_scaling():
     assert same.dtype == dt.float32 and list(same) == [4.0, 4.0]
 
 
-def test_sigrid_hash_on_all_cores_matches_one_piece_at_a_time():
+def _numpy_sigrid(values, salt, max_value):
+    """sigrid_hash vectorised in NumPy (emberarrow's implementation before the Rust kernel):
+    twang_mix64's shift-and-add steps as multiplications, then hash_128_to_64, then the floor
+    remainder."""
+    u64 = np.uint64
+    key = values.astype(np.int64).view(u64) * u64((1 << 21) - 1) - u64(1)
+    key ^= key >> u64(24)
+    key *= u64(265)
+    key ^= key >> u64(14)
+    key *= u64(21)
+    key ^= key >> u64(28)
+    key *= u64((1 << 31) + 1)
+    salt = np.array(salt, dtype=np.int64).view(u64)
+    mul = u64(0x9DDFEA08EB382D69)
+    a = (key ^ salt) * mul
+    a ^= a >> u64(47)
+    b = (salt ^ a) * mul
+    b ^= b >> u64(47)
+    b *= mul
+    return np.remainder(b.view(np.int64), np.int64(max_value))
+
+
+def test_sigrid_hash_kernel_matches_numpy_on_random_ids():
     values = np.random.default_rng(3).integers(-(2**63), 2**63 - 1, 300_000, dtype=np.int64)
-    whole = F._sigrid_hash_values(values, 11, 4096)  # large enough to be split across threads
-    pieces = np.concatenate([F._sigrid_hash_values(values[i:i + 1000], 11, 4096) for i in range(0, len(values), 1000)])
-    assert np.array_equal(whole, pieces)
-    assert [int(v) for v in whole[:50]] == [_reference_sigrid(int(v), 11, 4096) for v in values[:50]]
+    for salt, max_value in [(11, 4096), (-3, 2**62 + 1), (0, 1_000_003)]:
+        whole = F._sigrid_hash_values(values, salt, max_value)  # large enough to be split across threads
+        assert np.array_equal(whole, _numpy_sigrid(values, salt, max_value)), (salt, max_value)
+    assert [int(v) for v in whole[:50]] == [_reference_sigrid(int(v), 0, 1_000_003) for v in values[:50]]
+
+

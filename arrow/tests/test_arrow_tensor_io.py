@@ -1,9 +1,11 @@
+import ember
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import emberarrow as ta
+from emberarrow import functional as F
 import emberarrow.dtypes as dt
 from emberarrow import tensor_conversion as tc
 
@@ -61,6 +63,28 @@ def test_dense():
     assert present.presence.tolist() == [[True, True], [False, True], [True, True]]
     with pytest.raises(TypeError, match="not numerical"):
         ta.dataframe({"s": ["x"]}).to_tensor(tc.Dense())
+
+
+def test_dense_fill_and_log_in_one_pass():
+    # Sliced at an offset that is not a whole byte of the validity bitmap.
+    counts = ta.from_arrow(pa.array([9, 9, 9, 1, None, 3, None, 40], type=pa.int32()).slice(3))
+    df = ta.dataframe({"a": counts, "b": ta.column([0.5, 1.0, 2.0, 4.0, 8.0], dt.float32), "c": ta.column([10, None, 30, 40, 50], dt.Int64(True))})
+    fused = df.to_tensor(tc.Dense(batch_first=True, fill_null=2, log_offset=3))
+    stepwise = (df.fill_null(2) + 3).log().to_tensor(tc.Dense(batch_first=True))
+    assert fused.dtype == stepwise.dtype == ember.float32 and fused.shape == (5, 3)
+    assert np.allclose(fused.numpy(), stepwise.numpy(), rtol=1e-6, atol=0)
+    assert df.to_tensor(tc.Dense(fill_null=-1)).tolist()[0] == [1.0, -1.0, 3.0, -1.0, 40.0]
+    wide = ta.dataframe({"x": ta.column([1.0, None], dt.Float64(True)), "n": ta.column([1, 2], dt.int32)})
+    assert wide.to_tensor(tc.Dense(log_offset=1)).dtype == ember.float64
+    exact = ta.dataframe({"x": ta.column([2**60 + 1, None], dt.Int64(True)), "y": ta.column([1, 2], dt.int8)})
+    block = exact.to_tensor(tc.Dense(batch_first=True, fill_null=7))
+    assert block.dtype == ember.int64 and block.tolist() == [[2**60 + 1, 1], [7, 2]]  # integers stay exact
+    empty = ta.dataframe({"a": ta.column([], dt.float32), "b": ta.column([], dt.int64)})
+    assert empty.to_tensor(tc.Dense(batch_first=True, log_offset=1)).shape == (0, 2)
+    with pytest.raises(TypeError, match="log_offset"):
+        tc.Dense(log_offset="3")
+    with pytest.raises(TypeError, match="fill_null"):
+        tc.Dense(fill_null=None)
 
 
 def test_sparse_conversions_name_the_rec_issue():
@@ -156,7 +180,31 @@ def test_key_major_jagged():
     assert parts.lengths.tolist() == [2, 0, 1, 1, 2, 0]
     big = ta.dataframe({"k": ta.from_arrow(pa.ListArray.from_arrays(np.arange(0, 400_001, 2, dtype=np.int32), pa.array(np.arange(400_000))))})
     assert np.array_equal(big.to_tensor(tc.KeyMajorJagged()).values.numpy(), np.arange(400_000))
-    with pytest.raises(TypeError, match="not a list of integers"):
+    with pytest.raises(TypeError, match="not integer ids"):
         ta.dataframe({"s": [["x"]]}).to_tensor(tc.KeyMajorJagged())
     with pytest.raises(ValueError, match="null ids"):
         ta.dataframe({"a": ta.column([[1, None]])}).to_tensor(tc.KeyMajorJagged())
+
+
+def test_key_major_jagged_applies_the_examples_steps_while_writing():
+    lists = pa.array([[1], [1, 2, 3], None, [], [4, 5], [6]], type=pa.list_(pa.int64())).slice(1)
+    ids = pa.array([0, 7, None, 8, None, 9], type=pa.int32()).slice(1)
+    df = ta.dataframe({"lists": ta.from_arrow(lists), "ids": ta.from_arrow(ids)})
+    fused = df.to_tensor(tc.KeyMajorJagged(fill_null=0, sigrid_hash=(5, 1000), firstx=1))
+    # The same steps one column at a time, as TorchRec's example writes them.
+    hashed_lists = F.firstx(F.sigrid_hash(df["lists"], 5, 1000), 1)
+    hashed_ids = F.firstx(F.array_constructor(F.sigrid_hash(df["ids"].fill_null(0).cast(dt.int64), 5, 1000)), 1)
+    stepwise = ta.dataframe({"lists": hashed_lists, "ids": hashed_ids}).to_tensor(tc.KeyMajorJagged())
+    assert fused.values.tolist() == stepwise.values.tolist()
+    assert fused.lengths.tolist() == stepwise.lengths.tolist() == [1, 0, 0, 1, 1, 1, 1, 1, 1, 1]
+    # Without fill_null a null id gives its row no id; without steps the ids go through as they are.
+    plain = df.to_tensor(tc.KeyMajorJagged())
+    assert plain.values.tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 9] and plain.lengths.tolist() == [3, 0, 0, 2, 1, 1, 0, 1, 0, 1]
+    with pytest.raises(ValueError, match="larger than 0"):
+        tc.KeyMajorJagged(sigrid_hash=(0, 0))
+    with pytest.raises(TypeError, match="salt, max_value"):
+        tc.KeyMajorJagged(sigrid_hash=5)
+    with pytest.raises(ValueError, match="firstx"):
+        tc.KeyMajorJagged(firstx=-1)
+    with pytest.raises(TypeError, match="fill_null"):
+        tc.KeyMajorJagged(fill_null=1.5)
