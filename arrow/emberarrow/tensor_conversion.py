@@ -143,7 +143,7 @@ class Dense:
                 raise TypeError(f"Dense: column {name!r} is {c.dtype}, not numerical")
         np_type = np.result_type(*(dt.np_typeof_dtype(c.dtype) for c in cols))
         if self.log_offset is not None:
-            np_type = np.dtype(np.float64 if np_type == np.float64 else np.float32)
+            np_type = np.dtype(np.float64 if any(dt.is_float64(c.dtype) for c in cols) else np.float32)
         if np_type.kind == "f":
             values = self._floating_rows(cols, np_type)
             values = values if self.batch_first else values.T
@@ -213,11 +213,8 @@ class KeyMajorJagged:
         if not isinstance(df, DataFrame):
             raise TypeError(f"KeyMajorJagged needs a DataFrame, got {type(df).__name__}")
         columns = [_id_buffers(name, df._column(name)) for name in df.columns]
-        kernels = _arrow.kernels()
-        lengths = np.empty(len(df) * len(columns), dtype=np.int32)
-        values = np.empty(kernels.key_major_lengths(columns, lengths, **self.steps), dtype=np.int64)
-        kernels.key_major_values(columns, lengths, values, **self.steps)
-        return JaggedFeatures(df.columns, _tensor(values), _tensor(lengths))
+        values, lengths = _arrow.kernels().key_major(columns, **self.steps)  # ember tensors
+        return JaggedFeatures(df.columns, values, lengths)
 
 
 def _is_int(value):

@@ -1,10 +1,15 @@
 //! `ember._C.arrow`: the kernels of `ember-arrow` for `emberarrow`. Arrow buffers arrive as NumPy
 //! views of them (the buffer protocol: no copy), outputs are NumPy arrays the caller allocated,
-//! and the kernels run on Ember's pool with the GIL released.
+//! or ember tensors over the vectors a kernel filled, and the kernels run on Ember's pool with
+//! the GIL released.
+use crate::tensor::PyTensor;
 use ember_arrow::{self as kernels, Bitmap, DenseOut, IdColumn, IdSteps, Numbers};
+use ember_core::storage::{CpuStorage, Storage};
+use ember_core::{Layout, Tensor};
 use pyo3::buffer::{Element, PyBuffer};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use std::sync::Arc;
 
 fn to_py(e: kernels::Error) -> PyErr {
     PyValueError::new_err(e.0)
@@ -148,24 +153,23 @@ fn id_columns(columns: &[IdBuffers]) -> PyResult<Vec<IdColumn<'_>>> {
         .collect()
 }
 
-/// Writes each key's per-row id counts into `lengths` (key-major); returns the total.
-#[pyfunction]
-#[pyo3(signature = (columns, lengths, fill_null=None, sigrid_hash=None, firstx=None))]
-fn key_major_lengths(py: Python<'_>, columns: Vec<IdBuffers>, lengths: PyBuffer<i32>, fill_null: Option<i64>, sigrid_hash: Option<(i64, i64)>, firstx: Option<usize>) -> PyResult<usize> {
-    let cols = id_columns(&columns)?;
-    let lengths = items_mut(&lengths, "lengths")?;
-    let steps = IdSteps { fill_null, sigrid_hash, firstx };
-    run(py, || kernels::key_major_lengths(&cols, &steps, lengths))
+/// A tensor over a vector the kernel filled, without copying it.
+fn tensor_from_vec<T: ember_core::Element>(mut data: Vec<T>) -> PyTensor {
+    let (ptr, n) = (data.as_mut_ptr() as *mut u8, data.len());
+    // SAFETY: the vector's buffer stays where it is, owned by the storage, as long as the storage.
+    let storage = unsafe { CpuStorage::from_foreign(ptr, n * std::mem::size_of::<T>(), Box::new(data)) };
+    PyTensor::new(Tensor::from_parts(Arc::new(Storage::Cpu(storage)), Layout::contiguous(&[n]), T::DTYPE))
 }
 
-/// Writes every key's ids, key after key, into `values` as `lengths` counts them.
+/// The id columns as a KeyedJaggedTensor's key-major (values, lengths) tensors, the steps
+/// (fill null ids, sigrid_hash = (salt, max_value), firstx) applied while writing.
 #[pyfunction]
-#[pyo3(signature = (columns, lengths, values, fill_null=None, sigrid_hash=None, firstx=None))]
-fn key_major_values(py: Python<'_>, columns: Vec<IdBuffers>, lengths: PyBuffer<i32>, values: PyBuffer<i64>, fill_null: Option<i64>, sigrid_hash: Option<(i64, i64)>, firstx: Option<usize>) -> PyResult<()> {
+#[pyo3(signature = (columns, fill_null=None, sigrid_hash=None, firstx=None))]
+fn key_major(py: Python<'_>, columns: Vec<IdBuffers>, fill_null: Option<i64>, sigrid_hash: Option<(i64, i64)>, firstx: Option<usize>) -> PyResult<(PyTensor, PyTensor)> {
     let cols = id_columns(&columns)?;
-    let (lengths, values) = (items(&lengths, "lengths")?, items_mut(&values, "values")?);
     let steps = IdSteps { fill_null, sigrid_hash, firstx };
-    run(py, || kernels::key_major_values(&cols, &steps, lengths, values))
+    let (values, lengths) = run(py, || kernels::key_major(&cols, &steps))?;
+    Ok((tensor_from_vec(values), tensor_from_vec(lengths)))
 }
 
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -174,8 +178,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bucketize, &m)?)?;
     m.add_function(wrap_pyfunction!(firstx, &m)?)?;
     m.add_function(wrap_pyfunction!(dense_rows, &m)?)?;
-    m.add_function(wrap_pyfunction!(key_major_lengths, &m)?)?;
-    m.add_function(wrap_pyfunction!(key_major_values, &m)?)?;
+    m.add_function(wrap_pyfunction!(key_major, &m)?)?;
     parent.add_submodule(&m)?;
     Ok(())
 }

@@ -1,6 +1,5 @@
 //! A frame's numerical columns as one row-major block (`Dense(batch_first=True)`), null slots
 //! filled and optionally `log(x + offset)` taken, in the one pass that transposes.
-use crate::bitmap::valid;
 use crate::{fail, Bitmap, Result};
 use rayon::prelude::*;
 
@@ -26,16 +25,6 @@ impl Numbers<'_> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    #[inline(always)]
-    fn get(&self, i: usize) -> f64 {
-        match self {
-            Numbers::I32(v) => v[i] as f64,
-            Numbers::I64(v) => v[i] as f64,
-            Numbers::F32(v) => v[i] as f64,
-            Numbers::F64(v) => v[i],
-        }
-    }
 }
 
 /// The block being written: (rows, columns), row-major.
@@ -49,7 +38,8 @@ pub enum DenseOut<'a> {
 const ROWS_PER_TASK: usize = 4096;
 
 /// `out[r, c]` = f(column c's value in row r), where f is `log(x + offset)` with `log_offset` and
-/// the identity without, and a null slot's x is `fill`. Computed in float64, rounded once.
+/// the identity without, and a null slot's x is `fill`. Computed in float64, rounded once; a
+/// float32 block takes its logarithm from `ln_for_f32`, a float64 one from the C library.
 pub fn dense_rows(columns: &[(Numbers<'_>, Option<Bitmap<'_>>)], fill: f64, log_offset: Option<f64>, out: DenseOut<'_>) -> Result<()> {
     let k = columns.len();
     let rows = columns.first().map_or(0, |(v, _)| v.len());
@@ -66,31 +56,87 @@ pub fn dense_rows(columns: &[(Numbers<'_>, Option<Bitmap<'_>>)], fill: f64, log_
     if k == 0 {
         return Ok(());
     }
-    let value = |c: usize, r: usize| -> f64 {
-        let (values, validity) = &columns[c];
-        let x = if valid(validity, r) { values.get(r) } else { fill };
-        match log_offset {
-            Some(offset) => (x + offset).ln(),
-            None => x,
-        }
-    };
-    match out {
-        DenseOut::F32(out) => fill_rows(out, k, |c, r| value(c, r) as f32),
-        DenseOut::F64(out) => fill_rows(out, k, value),
+    match (out, log_offset) {
+        (DenseOut::F32(out), Some(offset)) => fill_rows(out, columns, fill, |x| ln_for_f32(x + offset) as f32),
+        (DenseOut::F32(out), None) => fill_rows(out, columns, fill, |x| x as f32),
+        (DenseOut::F64(out), Some(offset)) => fill_rows(out, columns, fill, |x| (x + offset).ln()),
+        (DenseOut::F64(out), None) => fill_rows(out, columns, fill, |x| x),
     }
     Ok(())
 }
 
-fn fill_rows<T: Send>(out: &mut [T], k: usize, value: impl Fn(usize, usize) -> T + Sync) {
+const SQRT_2: f64 = std::f64::consts::SQRT_2;
+
+/// ln(x) within a few float64 ulps, so that rounded to float32 it is the float32 logarithm: about
+/// three times faster than the C library's `log`, which was most of the dense block's time.
+/// x = 2**e * m with m in [sqrt(2)/2, sqrt(2)); ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| <=
+/// 0.1716, whose odd series to s**17 leaves less than 1e-15. Zero, negatives, subnormals,
+/// infinities and NaN take the library's path.
+#[inline(always)]
+fn ln_for_f32(x: f64) -> f64 {
+    if !(f64::MIN_POSITIVE..=f64::MAX).contains(&x) {
+        return x.ln();
+    }
+    let bits = x.to_bits();
+    let m = f64::from_bits((bits & 0x000F_FFFF_FFFF_FFFF) | 0x3FF0_0000_0000_0000); // [1, 2)
+    let high = m > SQRT_2;
+    let m = if high { m * 0.5 } else { m };
+    let e = ((bits >> 52) as i32 - 1023 + high as i32) as f64;
+    let s = (m - 1.0) / (m + 1.0);
+    let z = s * s;
+    let series = 1.0 + z * (1.0 / 3.0 + z * (1.0 / 5.0 + z * (1.0 / 7.0 + z * (1.0 / 9.0 + z * (1.0 / 11.0 + z * (1.0 / 13.0 + z * (1.0 / 15.0 + z / 17.0)))))));
+    e * std::f64::consts::LN_2 + 2.0 * s * series
+}
+
+/// A value read as float64.
+trait AsF64: Copy {
+    fn as_f64(self) -> f64;
+}
+
+macro_rules! as_f64 {
+    ($($t:ty),*) => {$(impl AsF64 for $t {
+        #[inline(always)]
+        fn as_f64(self) -> f64 {
+            self as f64
+        }
+    })*};
+}
+as_f64!(i32, i64, f32, f64);
+
+/// Tasks of whole rows; within a task, column after column, so that each column is read in
+/// order and its type and bitmap are looked at once.
+fn fill_rows<T: Send>(out: &mut [T], columns: &[(Numbers<'_>, Option<Bitmap<'_>>)], fill: f64, f: impl Fn(f64) -> T + Sync) {
+    let k = columns.len();
     out.par_chunks_mut(ROWS_PER_TASK * k).enumerate().for_each(|(task, block)| {
-        let first = task * ROWS_PER_TASK;
-        // Column by column within the task: each column's values are read in order.
-        for c in 0..k {
-            for (i, slot) in block.iter_mut().skip(c).step_by(k).enumerate() {
-                *slot = value(c, first + i);
+        let rows = task * ROWS_PER_TASK..task * ROWS_PER_TASK + block.len() / k;
+        for (c, (values, validity)) in columns.iter().enumerate() {
+            let slots = block[c..].iter_mut().step_by(k);
+            match values {
+                Numbers::I32(v) => fill_column(slots, &v[rows.clone()], validity, rows.start, fill, &f),
+                Numbers::I64(v) => fill_column(slots, &v[rows.clone()], validity, rows.start, fill, &f),
+                Numbers::F32(v) => fill_column(slots, &v[rows.clone()], validity, rows.start, fill, &f),
+                Numbers::F64(v) => fill_column(slots, &v[rows.clone()], validity, rows.start, fill, &f),
             }
         }
     });
+}
+
+fn fill_column<'s, S: AsF64, T: 's>(slots: impl Iterator<Item = &'s mut T>, values: &[S], validity: &Option<Bitmap<'_>>, first: usize, fill: f64, f: &impl Fn(f64) -> T) {
+    match validity {
+        None => {
+            for (slot, &x) in slots.zip(values) {
+                *slot = f(x.as_f64());
+            }
+        }
+        Some(bits) => {
+            let fill = fill.to_bits();
+            for (i, (slot, &x)) in slots.zip(values).enumerate() {
+                // A bit select rather than a branch: nulls fall at random.
+                let keep = 0u64.wrapping_sub(bits.is_valid(first + i) as u64);
+                *slot = f(f64::from_bits((x.as_f64().to_bits() & keep) | (fill & !keep)));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -110,6 +156,28 @@ mod tests {
         dense_rows(&cols, 0.0, Some(3.0), DenseOut::F32(&mut logs)).unwrap();
         let expected: Vec<f32> = [4.0f64, 13.0, 3.0, 23.0, 6.0, 33.0].iter().map(|x| x.ln() as f32).collect();
         assert_eq!(logs.to_vec(), expected);
+    }
+
+    #[test]
+    fn fast_log_matches_the_library() {
+        let mut x = 1e-300;
+        while x < 1e300 {
+            for y in [x, x * 1.37, x * 1.41421, x * 1.41422, x * 1.9999] {
+                let (fast, exact) = (ln_for_f32(y), y.ln());
+                assert!((fast - exact).abs() <= 4.0 * f64::EPSILON * exact.abs().max(1.0), "{y}: {fast} vs {exact}");
+                assert_eq!(fast as f32, exact as f32, "{y}");
+            }
+            x *= 3.7;
+        }
+        for n in 0..100_000 {
+            let y = n as f64 + 3.0;
+            assert_eq!(ln_for_f32(y) as f32, y.ln() as f32, "{y}");
+        }
+        assert_eq!(ln_for_f32(1.0), 0.0);
+        assert_eq!(ln_for_f32(0.0), f64::NEG_INFINITY);
+        assert!(ln_for_f32(-1.0).is_nan() && ln_for_f32(f64::NAN).is_nan());
+        assert_eq!(ln_for_f32(f64::INFINITY), f64::INFINITY);
+        assert_eq!(ln_for_f32(5e-324), 5e-324f64.ln());
     }
 
     #[test]

@@ -30,7 +30,10 @@ impl IdColumn<'_> {
         self.offsets.map_or(self.ids.len(), |o| o.len().saturating_sub(1))
     }
 
-    fn check(&self, key: usize) -> Result<()> {
+    fn check(&self, key: usize, rows: usize) -> Result<()> {
+        if self.rows() != rows {
+            return fail(format!("key_major: key {key} has {} rows, key 0 has {rows}", self.rows()));
+        }
         let Some(offsets) = self.offsets else { return Ok(()) };
         if offsets.is_empty() {
             return fail(format!("key_major: key {key} has no offsets"));
@@ -42,72 +45,54 @@ impl IdColumn<'_> {
         Ok(())
     }
 
-    /// The ids row `r` contributes, before `firstx`.
+    /// Row `r`'s ids (a list's first `cap`), from `offsets`; only for list columns.
     #[inline(always)]
-    fn row_ids(&self, r: usize, fill_null: Option<i64>) -> RowIds<'_> {
-        let is_valid = valid(&self.validity, r);
-        match self.offsets {
-            Some(offsets) if is_valid => {
-                let base = offsets[0];
-                RowIds::Slice(&self.ids[(offsets[r] - base) as usize..(offsets[r + 1] - base) as usize])
-            }
-            Some(_) => RowIds::Slice(&[]),
-            None if is_valid => RowIds::One(self.ids[r]),
-            None => fill_null.map_or(RowIds::Slice(&[]), RowIds::One),
+    fn list(&self, offsets: &[i32], r: usize, cap: usize) -> &[i64] {
+        if !valid(&self.validity, r) {
+            return &[];
         }
+        let start = (offsets[r] - offsets[0]) as usize;
+        let stop = (offsets[r + 1] - offsets[0]) as usize;
+        &self.ids[start..start + (stop - start).min(cap)]
     }
 }
 
-enum RowIds<'a> {
-    One(i64),
-    Slice(&'a [i64]),
+/// How many ids a list keeps: all, or the first `firstx`.
+fn cap(steps: &IdSteps) -> usize {
+    steps.firstx.unwrap_or(usize::MAX)
 }
 
-impl RowIds<'_> {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        match self {
-            RowIds::One(_) => 1,
-            RowIds::Slice(s) => s.len(),
+/// Key `col`'s id counts per row into `lengths`; returns their sum.
+fn column_lengths(col: &IdColumn<'_>, steps: &IdSteps, lengths: &mut [i32]) -> usize {
+    let cap = cap(steps);
+    match (col.offsets, col.validity) {
+        (None, _) if cap == 0 => {
+            lengths.fill(0);
+            0
         }
-    }
-}
-
-fn row_length(col: &IdColumn<'_>, r: usize, steps: &IdSteps) -> usize {
-    let n = col.row_ids(r, steps.fill_null).len();
-    steps.firstx.map_or(n, |x| n.min(x))
-}
-
-/// `lengths[k * rows + r]` = the number of ids key `k` has in row `r` (all keys have `rows`
-/// rows). Returns the total, the length of the values `key_major_values` writes.
-pub fn key_major_lengths(columns: &[IdColumn<'_>], steps: &IdSteps, lengths: &mut [i32]) -> Result<usize> {
-    let rows = columns.first().map_or(0, IdColumn::rows);
-    for (key, col) in columns.iter().enumerate() {
-        col.check(key)?;
-        if col.rows() != rows {
-            return fail(format!("key_major: key {key} has {} rows, key 0 has {rows}", col.rows()));
-        }
-    }
-    if lengths.len() != rows * columns.len() {
-        return fail(format!("key_major: {} length slots for {rows} rows of {} keys", lengths.len(), columns.len()));
-    }
-    if rows == 0 {
-        return Ok(0);
-    }
-    let total: usize = lengths
-        .par_chunks_mut(rows)
-        .zip(columns.par_iter())
-        .map(|(lengths, col)| {
+        (None, Some(bits)) if steps.fill_null.is_none() => {
             let mut sum = 0;
             for (r, slot) in lengths.iter_mut().enumerate() {
-                let n = row_length(col, r, steps);
+                let n = bits.is_valid(r) as i32;
+                *slot = n;
+                sum += n as usize;
+            }
+            sum
+        }
+        (None, _) => {
+            lengths.fill(1);
+            lengths.len()
+        }
+        (Some(offsets), _) => {
+            let mut sum = 0;
+            for (r, slot) in lengths.iter_mut().enumerate() {
+                let n = col.list(offsets, r, cap).len();
                 *slot = n as i32;
                 sum += n;
             }
             sum
-        })
-        .sum();
-    Ok(total)
+        }
+    }
 }
 
 /// A piece of the work: rows `rows` of key `key`, written to the next `len` values.
@@ -117,61 +102,85 @@ struct Task {
     len: usize,
 }
 
-/// Writes the ids of every key, key after key, into `values`, as `lengths` (from
-/// `key_major_lengths` with the same columns and steps) counts them.
-pub fn key_major_values(columns: &[IdColumn<'_>], steps: &IdSteps, lengths: &[i32], values: &mut [i64]) -> Result<()> {
+/// The ids of every key, key after key, as a KeyedJaggedTensor's key-major `values`, and
+/// `lengths[k * rows + r]`, the number of ids key `k` has in row `r` (all keys have the same
+/// number of rows), with `steps` applied on the way.
+pub fn key_major(columns: &[IdColumn<'_>], steps: &IdSteps) -> Result<(Vec<i64>, Vec<i32>)> {
     let rows = columns.first().map_or(0, IdColumn::rows);
-    if lengths.len() != rows * columns.len() || lengths.iter().any(|&n| n < 0) {
-        return fail(format!("key_major: {} lengths (none negative) needed for {rows} rows of {} keys", rows * columns.len(), columns.len()));
+    for (key, col) in columns.iter().enumerate() {
+        col.check(key, rows)?;
     }
+    let hash = match steps.sigrid_hash {
+        Some((salt, max_value)) => Some(hasher(salt, max_value)?),
+        None => None,
+    };
+    let mut lengths = vec![0i32; rows * columns.len()];
+    if rows == 0 {
+        return Ok((Vec::new(), lengths));
+    }
+    let totals: Vec<usize> = lengths.par_chunks_mut(rows).zip(columns.par_iter()).map(|(lengths, col)| column_lengths(col, steps, lengths)).collect();
+    let mut values = vec![0i64; totals.iter().sum()];
     let tasks: Vec<Task> = (0..columns.len())
         .flat_map(|key| (0..rows).step_by(CHUNK).map(move |start| (key, start..(start + CHUNK).min(rows))))
-        .map(|(key, rows_range)| {
-            let len = lengths[key * rows + rows_range.start..key * rows + rows_range.end].iter().map(|&n| n as usize).sum();
-            Task { key, rows: rows_range, len }
+        .map(|(key, range)| {
+            let len = lengths[key * rows + range.start..key * rows + range.end].iter().map(|&n| n as usize).sum();
+            Task { key, rows: range, len }
         })
         .collect();
-    if tasks.iter().map(|t| t.len).sum::<usize>() != values.len() {
-        return fail(format!("key_major: the lengths count other than the {} value slots", values.len()));
-    }
     let mut pieces = Vec::with_capacity(tasks.len());
-    let mut rest = values;
+    let mut rest = values.as_mut_slice();
     for task in &tasks {
         let (piece, tail) = std::mem::take(&mut rest).split_at_mut(task.len);
         pieces.push(piece);
         rest = tail;
     }
-    let write = |task: &Task, out: &mut [i64]| match steps.sigrid_hash {
-        Some((salt, max_value)) => write_task(&columns[task.key], task, rows, lengths, steps.fill_null, out, hasher(salt, max_value)?),
-        None => write_task(&columns[task.key], task, rows, lengths, steps.fill_null, out, |id| id),
-    };
-    tasks.par_iter().zip(pieces.into_par_iter()).try_for_each(|(task, out)| write(task, out))
+    tasks.par_iter().zip(pieces.into_par_iter()).for_each(|(task, out)| match hash {
+        Some(hash) => write_task(&columns[task.key], task, steps, out, hash),
+        None => write_task(&columns[task.key], task, steps, out, |id| id),
+    });
+    Ok((values, lengths))
 }
 
-/// One task's ids through `map` into `out`; generic over `map` so that the hash is inlined.
-fn write_task(col: &IdColumn<'_>, task: &Task, rows: usize, lengths: &[i32], fill_null: Option<i64>, out: &mut [i64], map: impl Fn(i64) -> i64) -> Result<()> {
-    let mut j = 0;
-    for r in task.rows.clone() {
-        let n = lengths[task.key * rows + r] as usize;
-        let ids = col.row_ids(r, fill_null);
-        if j + n > out.len() || n > ids.len() {
-            return fail(format!("key_major: lengths do not match the ids of key {} at row {r}", task.key));
+/// One task's ids through `map` into `out` (sized by the lengths, which the same rules
+/// counted); generic over `map` so that the hash is inlined.
+fn write_task(col: &IdColumn<'_>, task: &Task, steps: &IdSteps, out: &mut [i64], map: impl Fn(i64) -> i64) {
+    let cap = cap(steps);
+    match (col.offsets, col.validity) {
+        (None, _) if cap == 0 => {}
+        (None, None) => {
+            for (o, &id) in out.iter_mut().zip(&col.ids[task.rows.clone()]) {
+                *o = map(id);
+            }
         }
-        match ids {
-            RowIds::One(id) => {
-                if n == 1 {
-                    out[j] = map(id);
+        (None, Some(bits)) => match steps.fill_null {
+            Some(fill) => {
+                for (r, o) in task.rows.clone().zip(out.iter_mut()) {
+                    // A bit select rather than a branch: nulls fall at random.
+                    let keep = 0i64.wrapping_sub(bits.is_valid(r) as i64);
+                    *o = map((col.ids[r] & keep) | (fill & !keep));
                 }
             }
-            RowIds::Slice(ids) => {
-                for (o, &id) in out[j..j + n].iter_mut().zip(ids) {
+            None => {
+                let mut j = 0;
+                for r in task.rows.clone() {
+                    if bits.is_valid(r) {
+                        out[j] = map(col.ids[r]);
+                        j += 1;
+                    }
+                }
+            }
+        },
+        (Some(offsets), _) => {
+            let mut j = 0;
+            for r in task.rows.clone() {
+                let ids = col.list(offsets, r, cap);
+                for (o, &id) in out[j..j + ids.len()].iter_mut().zip(ids) {
                     *o = map(id);
                 }
+                j += ids.len();
             }
         }
-        j += n;
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -180,12 +189,7 @@ mod tests {
     use crate::sigrid_hash_one;
 
     fn run(columns: &[IdColumn<'_>], steps: IdSteps) -> (Vec<i64>, Vec<i32>) {
-        let rows = columns.first().map_or(0, IdColumn::rows);
-        let mut lengths = vec![-1; rows * columns.len()];
-        let total = key_major_lengths(columns, &steps, &mut lengths).unwrap();
-        let mut values = vec![-1; total];
-        key_major_values(columns, &steps, &lengths, &mut values).unwrap();
-        (values, lengths)
+        key_major(columns, &steps).unwrap()
     }
 
     #[test]
@@ -232,13 +236,17 @@ mod tests {
         let none = IdColumn { offsets: Some(&[0]), ids: &[], validity: None };
         assert_eq!(run(&[none], IdSteps::default()), (vec![], vec![]));
         let bad = IdColumn { offsets: Some(&[0, 3]), ids: &[1, 2], validity: None };
-        assert!(key_major_lengths(&[bad], &IdSteps::default(), &mut [0]).is_err());
+        assert!(key_major(&[bad], &IdSteps::default()).is_err());
+        let decreasing = IdColumn { offsets: Some(&[0, 2, 1]), ids: &[1, 2], validity: None };
+        assert!(key_major(&[decreasing], &IdSteps::default()).is_err());
         let a = IdColumn { offsets: None, ids: &[1, 2], validity: None };
         let b = IdColumn { offsets: None, ids: &[1], validity: None };
-        assert!(key_major_lengths(&[a, b], &IdSteps::default(), &mut [0; 4]).is_err());
-        assert!(key_major_values(&[a], &IdSteps::default(), &[1, 1], &mut [0; 3]).is_err());
-        assert!(key_major_values(&[a], &IdSteps::default(), &[2, 0], &mut [0; 2]).is_err());
+        assert!(key_major(&[a, b], &IdSteps::default()).is_err());
         let steps = IdSteps { sigrid_hash: Some((0, 0)), ..IdSteps::default() };
-        assert!(key_major_values(&[a], &steps, &[1, 1], &mut [0; 2]).is_err());
+        assert!(key_major(&[a], &steps).is_err());
+        // firstx(0) leaves every row empty, ids and lists alike.
+        let steps = IdSteps { fill_null: Some(1), firstx: Some(0), ..IdSteps::default() };
+        let list = IdColumn { offsets: Some(&[0, 1, 2]), ids: &[1, 2], validity: None };
+        assert_eq!(run(&[a, list], steps), (vec![], vec![0; 4]));
     }
 }

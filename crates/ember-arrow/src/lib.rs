@@ -11,7 +11,7 @@ mod sigrid;
 
 pub use bitmap::Bitmap;
 pub use dense::{dense_rows, DenseOut, Numbers};
-pub use jagged::{key_major_lengths, key_major_values, IdColumn, IdSteps};
+pub use jagged::{key_major, IdColumn, IdSteps};
 pub use lists::{bucketize, firstx};
 pub use sigrid::{sigrid_hash, sigrid_hash_one};
 

@@ -29,23 +29,22 @@ fn hash_128_to_64(upper: u64, lower: u64) -> u64 {
 
 /// The floor remainder by a fixed divisor without a division per item: Lemire's "direct
 /// computation" with a 128-bit reciprocal, exact for every 64-bit numerator (a hardware 64-bit
-/// division would cost more than the whole hash).
+/// division would cost more than the whole hash). Branch-free: the hash's sign is random, and
+/// a branch on it would be mispredicted every other id.
 #[derive(Clone, Copy)]
 pub(crate) struct FloorRem {
     reciprocal: u128,
     divisor: u64,
-    /// 2**64 mod divisor: what reading a negative number as unsigned adds to its remainder.
-    wrap: u64,
+    /// 2**63 mod divisor: what the bias that makes a signed number unsigned adds to its remainder.
+    bias: u64,
 }
+
+const SIGN: u64 = 1 << 63;
 
 impl FloorRem {
     pub(crate) fn new(divisor: u64) -> Self {
         debug_assert!(divisor > 0 && divisor <= i64::MAX as u64);
-        FloorRem {
-            reciprocal: (u128::MAX / divisor as u128).wrapping_add(1),
-            divisor,
-            wrap: (u64::MAX % divisor + 1) % divisor,
-        }
+        FloorRem { reciprocal: (u128::MAX / divisor as u128).wrapping_add(1), divisor, bias: SIGN % divisor }
     }
 
     #[inline(always)]
@@ -56,17 +55,13 @@ impl FloorRem {
         ((bottom + top) >> 64) as u64
     }
 
-    /// `x` mod divisor in [0, divisor), as Python's `%` (and NumPy's remainder) give it.
+    /// `x` mod divisor in [0, divisor), as Python's `%` (and NumPy's remainder) give it:
+    /// (x + 2**63) mod divisor, less the bias's remainder, wrapped back into range.
     #[inline(always)]
     pub(crate) fn floor_rem(&self, x: i64) -> i64 {
-        let r = self.rem_unsigned(x as u64);
-        if x >= 0 {
-            r as i64
-        } else if r >= self.wrap {
-            (r - self.wrap) as i64
-        } else {
-            (r + self.divisor - self.wrap) as i64
-        }
+        let r = self.rem_unsigned(x as u64 ^ SIGN);
+        let below = 0u64.wrapping_sub((r < self.bias) as u64);
+        r.wrapping_sub(self.bias).wrapping_add(self.divisor & below) as i64
     }
 }
 
