@@ -38,8 +38,7 @@ pub enum DenseOut<'a> {
 const ROWS_PER_TASK: usize = 4096;
 
 /// `out[r, c]` = f(column c's value in row r), where f is `log(x + offset)` with `log_offset` and
-/// the identity without, and a null slot's x is `fill`. Computed in float64, rounded once; a
-/// float32 block takes its logarithm from `ln_for_f32`, a float64 one from the C library.
+/// the identity without, and a null slot's x is `fill`. Computed in float64, rounded once.
 pub fn dense_rows(columns: &[(Numbers<'_>, Option<Bitmap<'_>>)], fill: f64, log_offset: Option<f64>, out: DenseOut<'_>) -> Result<()> {
     let k = columns.len();
     let rows = columns.first().map_or(0, |(v, _)| v.len());
@@ -57,35 +56,12 @@ pub fn dense_rows(columns: &[(Numbers<'_>, Option<Bitmap<'_>>)], fill: f64, log_
         return Ok(());
     }
     match (out, log_offset) {
-        (DenseOut::F32(out), Some(offset)) => fill_rows(out, columns, fill, |x| ln_for_f32(x + offset) as f32),
+        (DenseOut::F32(out), Some(offset)) => fill_rows(out, columns, fill, |x| (x + offset).ln() as f32),
         (DenseOut::F32(out), None) => fill_rows(out, columns, fill, |x| x as f32),
         (DenseOut::F64(out), Some(offset)) => fill_rows(out, columns, fill, |x| (x + offset).ln()),
         (DenseOut::F64(out), None) => fill_rows(out, columns, fill, |x| x),
     }
     Ok(())
-}
-
-const SQRT_2: f64 = std::f64::consts::SQRT_2;
-
-/// ln(x) within a few float64 ulps, so that rounded to float32 it is the float32 logarithm: about
-/// three times faster than the C library's `log`, which was most of the dense block's time.
-/// x = 2**e * m with m in [sqrt(2)/2, sqrt(2)); ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| <=
-/// 0.1716, whose odd series to s**17 leaves less than 1e-15. Zero, negatives, subnormals,
-/// infinities and NaN take the library's path.
-#[inline(always)]
-fn ln_for_f32(x: f64) -> f64 {
-    if !(f64::MIN_POSITIVE..=f64::MAX).contains(&x) {
-        return x.ln();
-    }
-    let bits = x.to_bits();
-    let m = f64::from_bits((bits & 0x000F_FFFF_FFFF_FFFF) | 0x3FF0_0000_0000_0000); // [1, 2)
-    let high = m > SQRT_2;
-    let m = if high { m * 0.5 } else { m };
-    let e = ((bits >> 52) as i32 - 1023 + high as i32) as f64;
-    let s = (m - 1.0) / (m + 1.0);
-    let z = s * s;
-    let series = 1.0 + z * (1.0 / 3.0 + z * (1.0 / 5.0 + z * (1.0 / 7.0 + z * (1.0 / 9.0 + z * (1.0 / 11.0 + z * (1.0 / 13.0 + z * (1.0 / 15.0 + z / 17.0)))))));
-    e * std::f64::consts::LN_2 + 2.0 * s * series
 }
 
 /// A value read as float64.
@@ -156,28 +132,6 @@ mod tests {
         dense_rows(&cols, 0.0, Some(3.0), DenseOut::F32(&mut logs)).unwrap();
         let expected: Vec<f32> = [4.0f64, 13.0, 3.0, 23.0, 6.0, 33.0].iter().map(|x| x.ln() as f32).collect();
         assert_eq!(logs.to_vec(), expected);
-    }
-
-    #[test]
-    fn fast_log_matches_the_library() {
-        let mut x = 1e-300;
-        while x < 1e300 {
-            for y in [x, x * 1.37, x * 1.41421, x * 1.41422, x * 1.9999] {
-                let (fast, exact) = (ln_for_f32(y), y.ln());
-                assert!((fast - exact).abs() <= 4.0 * f64::EPSILON * exact.abs().max(1.0), "{y}: {fast} vs {exact}");
-                assert_eq!(fast as f32, exact as f32, "{y}");
-            }
-            x *= 3.7;
-        }
-        for n in 0..100_000 {
-            let y = n as f64 + 3.0;
-            assert_eq!(ln_for_f32(y) as f32, y.ln() as f32, "{y}");
-        }
-        assert_eq!(ln_for_f32(1.0), 0.0);
-        assert_eq!(ln_for_f32(0.0), f64::NEG_INFINITY);
-        assert!(ln_for_f32(-1.0).is_nan() && ln_for_f32(f64::NAN).is_nan());
-        assert_eq!(ln_for_f32(f64::INFINITY), f64::INFINITY);
-        assert_eq!(ln_for_f32(5e-324), 5e-324f64.ln());
     }
 
     #[test]
