@@ -70,6 +70,7 @@ def machine_section():
         f"- ember {ember.__version__}",
         f"- numpy {version('numpy')}",
         f"- torch {version('torch')}",
+        f"- pyarrow {version('pyarrow')}, pandas {version('pandas')}, polars {version('polars')} (benches/arrow.py)",
         f"- python {platform.python_version()}",
         "",
         PYTORCH_NOTE,

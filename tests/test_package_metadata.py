@@ -28,7 +28,7 @@ CLASSIFIERS = [
 # Import names whose distribution is named otherwise.
 DISTRIBUTIONS = {"yaml": "PyYAML", "PIL": "Pillow", "cv2": "opencv-python", "sklearn": "scikit-learn"}
 # Imports left undeclared on purpose: (package, module) -> why.
-UNDECLARED = {("emberdata", "emberarrow"): "tried for its Parquet loader, which it does not provide yet"}
+UNDECLARED = {}
 
 
 def project(folder):

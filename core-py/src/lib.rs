@@ -1,6 +1,7 @@
 #![allow(non_snake_case)] // the extension must be called `_C`
 //! `ember._C`: the one extension module. It converts arguments, releases the GIL around
 //! kernels and maps errors; the logic lives in the Rust crates.
+mod arrow;
 mod audio;
 mod autograd;
 mod complex;
@@ -65,6 +66,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     text::register(m)?;
     audio::register(m)?;
+    arrow::register(m)?;
     index::register(m)?;
     dlpack::register(m)?;
     sort::register(m)?;

@@ -17,7 +17,6 @@ from emberdata.datapipes.iter import (
     FileLister,
     FileOpener,
     IterableWrapper,
-    ParquetDataFrameLoader,
     StreamReader,
     register_parquet_loader,
 )
@@ -187,9 +186,7 @@ def test_fsspec_lister_and_opener(tree):
 
 def test_parquet_hook(monkeypatch):
     monkeypatch.setattr(_fileio, "_PARQUET_LOADER", None)
-    with pytest.raises(RuntimeError, match="register_parquet_loader"):
-        list(ParquetDataFrameLoader(IterableWrapper(["a.parquet"])))
-    register_parquet_loader(lambda path, dtype, columns, device, use_threads: (path, columns))
-    assert list(IterableWrapper(["a.parquet"]).load_parquet_as_df(columns=["c"])) == [("a.parquet", ["c"])]
+    register_parquet_loader(lambda path, dtype, columns, device, use_threads: [(path, columns), (path, dtype)])
+    assert list(IterableWrapper(["a.parquet"]).load_parquet_as_df(columns=["c"])) == [("a.parquet", ["c"]), ("a.parquet", None)]
     with pytest.raises(TypeError, match="callable"):
         register_parquet_loader(3)

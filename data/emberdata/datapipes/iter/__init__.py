@@ -26,6 +26,7 @@ from emberdata.datapipes.iter._fileio import (
     CompressionType,
     CSVDictParser,
     CSVParser,
+    DataFrameMaker,
     Decompressor,
     FileLister,
     FileOpener,

@@ -439,17 +439,15 @@ _PARQUET_LOADER = None
 
 
 def register_parquet_loader(loader):
-    """The hook emberarrow fills: `loader(path, dtype, columns, device, use_threads)` -> a DataFrame.
-
-    `emberarrow` calls this on import; ParquetDataFrameLoader then reads through it.
-    """
+    """Replace the Parquet reader: `loader(path, dtype, columns, device, use_threads)` -> an iterable
+    of DataFrames (one per row group). Without one, emberarrow's reader is used."""
     global _PARQUET_LOADER
     _PARQUET_LOADER = check_callable(loader, "register_parquet_loader: loader")
 
 
 @functional_datapipe("load_parquet_as_df")
 class ParquetDataFrameLoader(IterDataPipe):
-    """A DataFrame per Parquet path, read by the loader emberarrow registers (see register_parquet_loader)."""
+    """An emberarrow DataFrame per row group of each Parquet path (TorchData's ParquetDFLoader)."""
 
     def __init__(self, source_dp, dtype=None, columns=None, device="", use_threads=False):
         self.source_dp = check_datapipe(source_dp, "ParquetDataFrameLoader: source_dp")
@@ -458,18 +456,43 @@ class ParquetDataFrameLoader(IterDataPipe):
     def __iter__(self):
         loader = _parquet_loader()
         for path in self.source_dp:
-            yield loader(path, self.dtype, self.columns, self.device, self.use_threads)
+            yield from loader(path, self.dtype, self.columns, self.device, self.use_threads)
 
 
 def _parquet_loader():
-    if _PARQUET_LOADER is None:
-        try:
-            import emberarrow  # noqa: F401  (registers its loader when it has one)
-        except ImportError:
-            pass
-    if _PARQUET_LOADER is None:
+    if _PARQUET_LOADER is not None:
+        return _PARQUET_LOADER
+    try:
+        # Imported here, not at module import: emberdata must not pull in pyarrow until a frame is read.
+        from emberarrow.interop import iter_parquet_row_groups
+    except ImportError:
         raise RuntimeError(
-            "ParquetDataFrameLoader: no Parquet reader is registered; it comes from emberarrow "
-            "(emberdata.datapipes.iter.register_parquet_loader), which does not provide one yet"
-        )
-    return _PARQUET_LOADER
+            "ParquetDataFrameLoader: reading Parquet needs emberarrow (pip install emberarrow), or a "
+            "reader given to emberdata.datapipes.iter.register_parquet_loader"
+        ) from None
+    return iter_parquet_row_groups
+
+
+@functional_datapipe("dataframe")
+class DataFrameMaker(IterDataPipe):
+    """Rows batched into emberarrow DataFrames of `dataframe_size` rows (the last may be shorter);
+    `dtype` (or `dtype_generator()`, which wins) and `columns` go to `emberarrow.dataframe`."""
+
+    def __init__(self, source_dp, dataframe_size=1000, dtype=None, dtype_generator=None, columns=None, device=""):
+        self.source_dp = check_datapipe(source_dp, "DataFrameMaker: source_dp")
+        self.dataframe_size = check_int(dataframe_size, "DataFrameMaker: dataframe_size", minimum=1)
+        self.dtype_generator = check_callable(dtype_generator, "DataFrameMaker: dtype_generator", allow_none=True)
+        self.dtype, self.columns, self.device = dtype, columns, device
+
+    def __iter__(self):
+        import emberarrow  # here, not at module import (see _parquet_loader)
+
+        dtype = self.dtype_generator() if self.dtype_generator is not None else self.dtype
+        rows = []
+        for row in self.source_dp:
+            rows.append(row)
+            if len(rows) == self.dataframe_size:
+                yield emberarrow.dataframe(rows, dtype=dtype, columns=self.columns, device=self.device)
+                rows = []
+        if rows:
+            yield emberarrow.dataframe(rows, dtype=dtype, columns=self.columns, device=self.device)
