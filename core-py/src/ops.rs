@@ -125,6 +125,11 @@ fn result_type(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyDType> 
 }
 
 #[pyfunction]
+fn can_cast(from: PyDType, to: PyDType) -> bool {
+    ember_core::ops::can_cast(from.0, to.0)
+}
+
+#[pyfunction]
 fn promote_types(a: PyDType, b: PyDType) -> PyDType {
     PyDType(DType::promote(a.0, b.0))
 }
@@ -405,6 +410,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lerp, m)?)?;
     m.add_function(wrap_pyfunction!(result_type, m)?)?;
     m.add_function(wrap_pyfunction!(promote_types, m)?)?;
+    m.add_function(wrap_pyfunction!(can_cast, m)?)?;
     m.add_function(wrap_pyfunction!(reduce_op, m)?)?;
     m.add_function(wrap_pyfunction!(arg_reduce, m)?)?;
     m.add_function(wrap_pyfunction!(full, m)?)?;

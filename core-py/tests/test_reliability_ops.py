@@ -505,3 +505,21 @@ def test_dim_reductions_of_a_0d_tensor_stay_0d_with_keepdim(fn):
 def test_a_dim_named_twice_is_refused(fn, shape, dims):
     with pytest.raises(RuntimeError, match="appears multiple times in the list of dims"):
         getattr(ember.ones(shape), fn)(dim=dims)
+
+
+def test_squeeze_refuses_a_dim_named_twice():
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
+        ember.ones(5, 2, 7).squeeze((-3, -2, 0))
+
+
+@pytest.mark.parametrize("write", [
+    lambda x: x.clamp_(min=-2, max=math.inf),                      # a float bound: a float result
+    lambda x: x.div_(ember.tensor(2.0), rounding_mode="floor"),
+    lambda x: x.div_(x.flip(0)),                                   # through a temporary (overlap)
+    lambda x: x.atan2_(x.flip(0)),
+])
+def test_in_place_refuses_a_result_its_dtype_cannot_hold(write):
+    x = ember.tensor([4, 6, 8], dtype=ember.int64)
+    with pytest.raises(RuntimeError, match="result type float.* can't be cast to the desired output type int64"):
+        write(x)
+    assert x.tolist() == [4, 6, 8]

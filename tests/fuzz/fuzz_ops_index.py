@@ -74,7 +74,14 @@ def _basic_index(draw, a):
 
 def _np_index(a, idx):
     # numpy raises for what PyTorch refuses too (out-of-range ints, too many indices, shape
-    # mismatches); a tuple with several advanced indices follows the same rules in both
+    # mismatches); a tuple with several advanced indices follows the same rules in both, once
+    # the Ellipsis is spelled out: NumPy counts advanced indices on either side of one that
+    # covers no dim as separated, PyTorch as adjacent
+    if isinstance(idx, tuple) and any(i is Ellipsis for i in idx):
+        used = sum(i.ndim if isinstance(i, np.ndarray) and i.dtype == bool else 1
+                   for i in idx if i is not None and i is not Ellipsis)
+        at = next(k for k, i in enumerate(idx) if i is Ellipsis)
+        idx = idx[:at] + (slice(None),) * max(a.ndim - used, 0) + idx[at + 1:]
     return a[idx]
 
 

@@ -228,7 +228,8 @@ def _var_ref(sqrt):
         def var(v, axis, keepdims=False):
             n = int(np.prod([v.shape[i] for i in np.atleast_1d(axis)])) if v.ndim else 1
             m = np.mean(v, axis=axis, keepdims=True)
-            ss = np.sum(np.abs(v - m) ** 2, axis=axis, keepdims=keepdims)
+            d = v - m  # the parts squared apart, as PyTorch (|nan + inf j|² would be inf, not nan)
+            ss = np.sum(d.real ** 2 + d.imag ** 2, axis=axis, keepdims=keepdims)
             return ss / max(n - corr, 0)
         want = reduce_np(x, params["dim"], params.get("keepdim"), var)
         if sqrt:

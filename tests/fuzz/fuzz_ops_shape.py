@@ -247,7 +247,10 @@ def _split_ref(arrays, inputs, params):
         cuts = list(np.cumsum(size)[:-1])
         if not size:
             return Expect([])
-    parts = np.split(a, cuts, axis=d) if n else [a]
+    if n:
+        parts = np.split(a, cuts, axis=d)
+    else:  # an empty dim: one empty piece per size given (PyTorch's split_with_sizes), else one
+        parts = [a] * (len(size) if isinstance(size, list) else 1)
     return Expect([(p, inputs[0].dtype) for p in parts])
 
 

@@ -15,6 +15,7 @@ from ember import _C
 from ember._C import Generator, Tensor, dtype
 from ember._C import from_dlpack
 from ember._C import (
+    can_cast,
     get_num_threads,
     get_rng_state,
     initial_seed,

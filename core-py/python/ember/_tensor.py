@@ -19,11 +19,13 @@ def _method(name, fn):
     setattr(Tensor, name, fn)
 
 
-def _inplace(fname):
-    def method(self, *args, **kwargs):
-        return self.copy_(getattr(_ops, fname)(self, *args, **kwargs))
-
-    return method
+def _assign(self, result):
+    """Writes an op's fresh result into `self`, as PyTorch's in-place ops write theirs: refused
+    when the result's dtype cannot be cast to `self`'s (a float result into an integer tensor)."""
+    if not _C.can_cast(result.dtype, self.dtype):
+        shown = [str(d).removeprefix("ember.") for d in (result.dtype, self.dtype)]
+        raise RuntimeError(f"result type {shown[0]} can't be cast to the desired output type {shown[1]}")
+    return self.copy_(result)
 
 
 for _name in _ops.UNARY + _ops.PREDICATES + ["round", "nan_to_num", "logit"]:
@@ -34,7 +36,7 @@ for _name in _ops.UNARY + ["round", "nan_to_num", "logit"]:
             if not args and not kwargs and name in _ops.UNARY:
                 _C.unary(name, self, self)
                 return self
-            return self.copy_(getattr(_ops, name)(self, *args, **kwargs))
+            return _assign(self, getattr(_ops, name)(self, *args, **kwargs))
         return method
     _method(_name + "_", _make(_name))
 
@@ -51,8 +53,8 @@ for _name in _ops.BINARY + ["add", "sub", "div", "clamp", "clip", "clamp_min", "
                 _C.binary(name, self, other, self)
                 return self
             if other is None:  # clamp_(min=..., max=...): the bounds come as keywords
-                return self.copy_(getattr(_ops, name)(self, *args, **kwargs))
-            return self.copy_(getattr(_ops, name)(self, other, *args, **kwargs))
+                return _assign(self, getattr(_ops, name)(self, *args, **kwargs))
+            return _assign(self, getattr(_ops, name)(self, other, *args, **kwargs))
         return method
     _method(_name + "_", _make_binary_inplace(_name))
 

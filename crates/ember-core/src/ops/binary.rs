@@ -311,6 +311,8 @@ fn binary_kernel(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
 
 /// `op(a, b)` written into `out` (for `out=` and in-place ops, where `out` is `a`).
 pub fn binary_out(op: BinaryOp, a: Operand, b: Operand, out: &Tensor) -> Result<()> {
+    // Checked before any path runs: one that computes out of place would cast silently.
+    super::check_cast(op.dtypes(result_type(&[a, b]))?.1, out)?;
     let operands: Vec<&Tensor> = [a, b].iter().filter_map(|o| match o {
         Operand::Tensor(t) => Some(*t),
         Operand::Scalar(_) => None,

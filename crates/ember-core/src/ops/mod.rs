@@ -53,6 +53,11 @@ pub fn check_out(out: &Tensor, shape: &[usize], dtype: DType) -> Result<()> {
     if out.shape() != shape {
         bail!(Runtime, "output with shape {:?} doesn't match the broadcast shape {shape:?}", out.shape());
     }
+    check_cast(dtype, out)
+}
+
+/// Refuses to write a result of `dtype` into `out` when PyTorch's `can_cast` says no.
+pub fn check_cast(dtype: DType, out: &Tensor) -> Result<()> {
     if !can_cast(dtype, out.dtype()) {
         bail!(Runtime, "result type {} can't be cast to the desired output type {}", dtype, out.dtype());
     }

@@ -223,6 +223,8 @@ fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 /// Computes `op(x)` into `out` (same shape), casting when the dtypes differ. Used for `out=`
 /// and in-place ops (`out` may be `x` itself).
 pub fn unary_out(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
+    // Checked before any path runs: one that computes out of place would cast silently.
+    super::check_cast(op.out_dtype(x.dtype())?, out)?;
     if out.is_alias_of(x) {
         return autograd::inplace::in_place(out, &[], || unary_out_kernel(op, x, out), || unary(op, x));
     }

@@ -208,7 +208,13 @@ impl Tensor {
     pub fn squeeze(&self, dims: Option<&[i64]>) -> Result<Tensor> {
         let dims: Vec<usize> = match dims {
             None => (0..self.ndim()).collect(),
-            Some(ds) => ds.iter().map(|&d| self.wrap_dim(d)).collect::<Result<_>>()?,
+            Some(ds) => {
+                let dims = ds.iter().map(|&d| self.wrap_dim(d)).collect::<Result<Vec<_>>>()?;
+                if let Some(d) = dims.iter().enumerate().find_map(|(i, d)| dims[..i].contains(d).then_some(*d)) {
+                    bail!(Runtime, "dim {d} appears multiple times in the list of dims");
+                }
+                dims
+            }
         };
         self.view_with("SqueezeBackward0", self.layout().squeeze(&dims), unreshape(self.shape()))
     }
