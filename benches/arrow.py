@@ -20,13 +20,13 @@ The last table is rows/s from a Parquet file to tensors through emberdata's load
 """
 import argparse
 import os
-import platform
 import tempfile
 import time
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from run import cpu_model  # benches/run.py, beside this script
 
 INT_NAMES = [f"int_{i}" for i in range(13)]
 CAT_NAMES = [f"cat_{i}" for i in range(26)]
@@ -34,16 +34,6 @@ LABEL = "label"
 ROUNDS = 5
 NUM_EMBEDDINGS, SALT = 4096, 0
 BORDERS = [0.5, 1.0, 1.5]
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def criteo_table(rows, seed=0):
@@ -192,7 +182,7 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000)
     args = parser.parse_args()
     table = criteo_table(args.rows)
-    print(f"{args.rows:,} Criteo-like rows (13 dense, 26 sparse, nulls in both); CPU: {cpu_name()}, {os.cpu_count()} cores "
+    print(f"{args.rows:,} Criteo-like rows (13 dense, 26 sparse, nulls in both); CPU: {cpu_model()}, {os.cpu_count()} cores "
           f"(shared with other work: compare ratios within this run). Best of {ROUNDS} rounds.\n")
 
     runners = {"emberarrow, TorchArrow's steps": run_ember, "emberarrow, fused conversions": run_ember_fused, "pandas": run_pandas}

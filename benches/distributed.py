@@ -16,6 +16,7 @@ import tempfile
 import time
 
 import numpy as np
+from run import cpu_model  # benches/run.py, beside this script
 
 PROCESSES = 2
 THREADS = max(1, (os.cpu_count() or 1) // PROCESSES)
@@ -149,17 +150,6 @@ def run_torch(folder):
         raise RuntimeError("the torch.distributed workers failed")
     with open(path) as f:
         return json.load(f)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def fmt_size(nbytes):

@@ -48,7 +48,7 @@ class FullStateDictConfig(StateDictConfig):
 
 @dataclass
 class LocalStateDictConfig(StateDictConfig):
-    pass
+    """Each rank's own flat shards, as they are (PyTorch's LOCAL_STATE_DICT)."""
 
 
 @dataclass
