@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 from run import cpu_model  # benches/run.py, beside this script
+from train import cnn, mlp  # the workloads of benches/train.py
 
 PROCESSES = 2
 THREADS = max(1, (os.cpu_count() or 1) // PROCESSES)
@@ -42,20 +43,7 @@ def time_loop(fn, n, barrier):
     return best
 
 
-# ---- models (the same in both libraries) ----
-
-def mlp(lib):
-    nn = lib.nn
-    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)), (256, 784)
-
-
-def cnn(lib):
-    nn = lib.nn
-    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
-    return model, (64, 1, 28, 28)
-
+# ---- models: train.py's, with the batch split across the ranks ----
 
 MODELS = {"mlp 784-512-512-10, global batch 256": mlp, "cnn 2 conv + linear, global batch 64, 28x28": cnn}
 
