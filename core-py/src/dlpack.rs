@@ -226,6 +226,12 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = max_version;
         check_export_args(stream, dl_device)?;
+        if self.t.device() != ember_core::Device::Cpu {
+            return Err(PyRuntimeError::new_err(format!(
+                "__dlpack__: exporting a {} tensor is not supported yet; call .cpu() first",
+                self.t.device()
+            )));
+        }
         let t = if copy == Some(true) { self.t.deep_clone() } else { self.t.clone() };
         let managed = export(t);
         unsafe {

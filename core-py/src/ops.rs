@@ -9,7 +9,7 @@ use ember_core::ops::reduce::{self, ReduceOp};
 use ember_core::ops::unary::{self, UnaryOp};
 use ember_core::ops::{creation, matmul as products};
 use ember_core::dtype::CDouble;
-use ember_core::{DType, Tensor};
+use ember_core::{DType, Device, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::Mutex;
@@ -364,23 +364,35 @@ fn set_rng_state(state: (u64, u64)) {
     random::lock(random::default_generator()).set_state(state)
 }
 
+/// `(type, index)` of a PyTorch device string (the index `None` when the string names none).
 #[pyfunction]
-#[pyo3(signature = (shape, low, high, dtype, generator=None))]
-fn uniform(shape: &Bound<'_, PyAny>, low: f64, high: f64, dtype: PyDType, generator: Option<&PyGenerator>) -> PyResult<PyTensor> {
-    let shape = sizes(&shape_arg(shape, "size")?)?;
-    Ok(wrap(with_gen(generator, |g| random::uniform(g, &shape, low, high, dtype.0)).py()?))
+fn _parse_device(device: &str) -> PyResult<(&'static str, Option<usize>)> {
+    Device::parse_spec(device).py()
+}
+
+/// Refuses a device this build or machine has no backend for, with the reason.
+#[pyfunction]
+fn _check_device(device: &str) -> PyResult<()> {
+    ember_core::backend::of(Device::parse(device).py()?).py().map(|_| ())
+}
+
+#[pyfunction]
+#[pyo3(signature = (shape, low, high, dtype, generator=None, device="cpu"))]
+fn uniform(shape: &Bound<'_, PyAny>, low: f64, high: f64, dtype: PyDType, generator: Option<&PyGenerator>, device: &str) -> PyResult<PyTensor> {
+    let (shape, device) = (sizes(&shape_arg(shape, "size")?)?, Device::parse(device).py()?);
+    Ok(wrap(with_gen(generator, |g| random::uniform(g, &shape, low, high, dtype.0, device)).py()?))
 }
 #[pyfunction]
-#[pyo3(signature = (shape, mean, std, dtype, generator=None))]
-fn normal(shape: &Bound<'_, PyAny>, mean: f64, std: f64, dtype: PyDType, generator: Option<&PyGenerator>) -> PyResult<PyTensor> {
-    let shape = sizes(&shape_arg(shape, "size")?)?;
-    Ok(wrap(with_gen(generator, |g| random::normal(g, &shape, mean, std, dtype.0)).py()?))
+#[pyo3(signature = (shape, mean, std, dtype, generator=None, device="cpu"))]
+fn normal(shape: &Bound<'_, PyAny>, mean: f64, std: f64, dtype: PyDType, generator: Option<&PyGenerator>, device: &str) -> PyResult<PyTensor> {
+    let (shape, device) = (sizes(&shape_arg(shape, "size")?)?, Device::parse(device).py()?);
+    Ok(wrap(with_gen(generator, |g| random::normal(g, &shape, mean, std, dtype.0, device)).py()?))
 }
 #[pyfunction]
-#[pyo3(signature = (shape, low, high, dtype, generator=None))]
-fn randint(shape: &Bound<'_, PyAny>, low: i64, high: i64, dtype: PyDType, generator: Option<&PyGenerator>) -> PyResult<PyTensor> {
-    let shape = sizes(&shape_arg(shape, "size")?)?;
-    Ok(wrap(with_gen(generator, |g| random::randint(g, &shape, low, high, dtype.0)).py()?))
+#[pyo3(signature = (shape, low, high, dtype, generator=None, device="cpu"))]
+fn randint(shape: &Bound<'_, PyAny>, low: i64, high: i64, dtype: PyDType, generator: Option<&PyGenerator>, device: &str) -> PyResult<PyTensor> {
+    let (shape, device) = (sizes(&shape_arg(shape, "size")?)?, Device::parse(device).py()?);
+    Ok(wrap(with_gen(generator, |g| random::randint(g, &shape, low, high, dtype.0, device)).py()?))
 }
 #[pyfunction]
 #[pyo3(signature = (n, dtype, generator=None))]
@@ -437,6 +449,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_seed, m)?)?;
     m.add_function(wrap_pyfunction!(get_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(set_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(_parse_device, m)?)?;
+    m.add_function(wrap_pyfunction!(_check_device, m)?)?;
     m.add_function(wrap_pyfunction!(uniform, m)?)?;
     m.add_function(wrap_pyfunction!(normal, m)?)?;
     m.add_function(wrap_pyfunction!(randint, m)?)?;

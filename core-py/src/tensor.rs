@@ -233,6 +233,12 @@ impl PyTensor {
     #[getter]
     fn __array_interface__<'py>(slf: &Bound<'py, Self>, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let t = slf.borrow().t.clone();
+        if t.device() != ember_core::Device::Cpu {
+            return Err(PyTypeError::new_err(format!(
+                "can't convert {} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
+                t.device()
+            )));
+        }
         let typestr = match t.dtype() {
             DType::Bool => "|b1",
             DType::U8 => "|u1",
@@ -338,6 +344,11 @@ impl PyTensor {
     }
     fn clone(&self, py: Python<'_>) -> PyTensor {
         PyTensor::new(nogil(py, self.t.numel(), || self.t.deep_clone()))
+    }
+    /// This tensor on `device` (a device string): itself when it is there, else a copy.
+    fn _to_device(&self, py: Python<'_>, device: &str) -> PyResult<PyTensor> {
+        let device = ember_core::Device::parse(device).py()?;
+        Ok(PyTensor::new(nogil(py, self.t.numel(), || self.t.to_device(device)).py()?))
     }
     fn _to_dtype(&self, py: Python<'_>, dtype: PyDType) -> PyTensor {
         PyTensor::new(nogil(py, self.t.numel(), || self.t.to_dtype(dtype.0)))

@@ -123,7 +123,7 @@ from ember.nn._spatial import (  # noqa: E402,F401  (PyTorch's top-level aliases
     adaptive_avg_pool1d, avg_pool1d, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,
     conv_transpose3d, max_pool1d, max_pool2d, max_pool3d,
 )
-from ember import amp, cpu  # noqa: E402,F401
+from ember import amp, cpu, cuda  # noqa: E402,F401
 from ember.amp import autocast  # noqa: E402,F401
 from ember.amp.autocast_mode import (  # noqa: E402,F401  (PyTorch's autocast state functions)
     autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,

@@ -7,7 +7,7 @@ import numpy as np
 import ember
 from ember import _C
 from ember import _memory_format as _mf
-from ember._device import check_cpu
+from ember._device import check, move
 from ember._out import write_out
 
 __all__ = [
@@ -68,9 +68,9 @@ def _size(args, size=None, fn="size"):
 
 
 def _finish(t, dtype=None, device=None, requires_grad=False):
-    check_cpu(device)
     if dtype is not None and t.dtype != dtype:
         t = t._to_dtype(_check_dtype(dtype))
+    t = move(t, device)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -205,22 +205,22 @@ def _like(input, dtype):
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=_mf.preserve_format):
     shape, d = _like(input, dtype)
-    return _finish(_mf.empty_in(lambda s: _C.zeros(s, d), shape, memory_format, input), None, device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.zeros(s, d), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=_mf.preserve_format):
     shape, d = _like(input, dtype)
-    return _finish(_mf.empty_in(lambda s: _C.full(s, 1, d), shape, memory_format, input), None, device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.full(s, 1, d), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, d = _like(input, dtype)
-    return _finish(_mf.empty_in(lambda s: _C.full(s, fill_value, d), shape, memory_format, input), None, device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.full(s, fill_value, d), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=_mf.preserve_format):
     shape, d = _like(input, dtype)
-    return _finish(_mf.empty_in(lambda s: _C.empty(s, d), shape, memory_format, input), None, device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.empty(s, d), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
 
 
 def _number(x, name):
@@ -307,11 +307,16 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     return _finish(_C.eye(n, m, _check_dtype(dtype) or _default_dtype), None, device, requires_grad)
 
 
-def _draw(fn, shape, a, b, dtype, generator):
+def _on(device):
+    """The device string a native draw takes: the samples are drawn where they will live."""
+    return "cpu" if device is None else str(check(device))
+
+
+def _draw(fn, shape, a, b, dtype, generator, device):
     """Samples of `dtype`; a complex dtype draws its real and imaginary parts independently."""
     if not dtype.is_complex:
-        return fn(shape, a, b, dtype, generator)
-    parts = fn(tuple(shape) + (2,), a, b, dtype.to_real() if dtype != _C.complex32 else _C.float32, generator)
+        return fn(shape, a, b, dtype, generator, _on(device))
+    parts = fn(tuple(shape) + (2,), a, b, dtype.to_real() if dtype != _C.complex32 else _C.float32, generator, _on(device))
     return _C.view_as_complex(parts)._to_dtype(dtype)
 
 
@@ -321,7 +326,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
     if out is not None:
         return write_out("rand", out, rand(*size, generator=generator, dtype=dtype or out.dtype, device=device))
     shape = _size(size, None, "rand")
-    return _finish(_draw(_C.uniform, shape, 0.0, 1.0, _check_dtype(dtype) or _default_dtype, generator), None, device, requires_grad)
+    return _finish(_draw(_C.uniform, shape, 0.0, 1.0, _check_dtype(dtype) or _default_dtype, generator, device), None, device, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -330,7 +335,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
         return write_out("randn", out, randn(*size, generator=generator, dtype=dtype or out.dtype, device=device))
     shape = _size(size, None, "randn")
     d = _check_dtype(dtype) or _default_dtype
-    return _finish(_draw(_C.normal, shape, 0.0, 0.5 ** 0.5 if d.is_complex else 1.0, d, generator), None, device, requires_grad)
+    return _finish(_draw(_C.normal, shape, 0.0, 0.5 ** 0.5 if d.is_complex else 1.0, d, generator, device), None, device, requires_grad)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -344,7 +349,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     if high is None:
         low, high = 0, low
     shape = _size((size,), None, "randint")
-    return _finish(_C.randint(shape, int(low), int(high), _check_dtype(dtype) or _C.int64, generator), None, device, requires_grad)
+    return _finish(_C.randint(shape, int(low), int(high), _check_dtype(dtype) or _C.int64, generator, _on(device)), None, device, requires_grad)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -352,7 +357,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         return write_out("randperm", out, randperm(n, generator=generator, dtype=dtype or out.dtype, device=device))
     if isinstance(n, builtins.bool) or not isinstance(n, numbers.Integral):
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
-    return _finish(_C.randperm(n, _check_dtype(dtype) or _C.int64, generator), None, device, requires_grad)
+    return _finish(_C.randperm(n, _check_dtype(dtype) or _C.int64, generator, _on(device)), None, device, requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -369,7 +374,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     if size is None:
         raise TypeError("normal(): with number mean and std, 'size' is required")
     shape = _size((size,), None, "normal")
-    return _finish(_C.normal(shape, builtins.float(mean), builtins.float(std), _check_dtype(dtype) or _default_dtype, generator), None, device, requires_grad)
+    return _finish(_C.normal(shape, builtins.float(mean), builtins.float(std), _check_dtype(dtype) or _default_dtype, generator, device), None, device, requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
@@ -384,16 +389,16 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, d = _like(input, dtype)
-    return rand(shape, dtype=d, device=device, requires_grad=requires_grad)
+    return rand(shape, dtype=d, device=input.device if device is None else device, requires_grad=requires_grad)
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, d = _like(input, dtype)
-    return randn(shape, dtype=d, device=device, requires_grad=requires_grad)
+    return randn(shape, dtype=d, device=input.device if device is None else device, requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, d = _like(input, dtype)
     if high is None:
         low, high = 0, low
-    return randint(low, high, shape, dtype=d, device=device, requires_grad=requires_grad)
+    return randint(low, high, shape, dtype=d, device=input.device if device is None else device, requires_grad=requires_grad)

@@ -86,23 +86,32 @@ def _index(self):
 # ---- conversion ----
 
 def _to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=_mf.preserve_format):
-    """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)`; `memory_format` lays
-    the result out as PyTorch does (the tensor itself when nothing changes)."""
+    """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)` (its dtype and
+    device); `memory_format` lays the result out as PyTorch does. The tensor itself when nothing
+    changes, unless `copy=True`."""
     for a in args:
         if isinstance(a, _C.dtype):
             dtype = a
         elif isinstance(a, _C.Tensor):
-            dtype = a.dtype
-        elif isinstance(a, (str, ember.device)):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, ember.device)) or (isinstance(a, int) and not isinstance(a, bool)):
             device = a
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
-    ember._device.check_cpu(device)
+    out = ember._device.move(self, device)
     fmt = _mf.check(memory_format, "to")
-    if fmt is not _mf.preserve_format and fmt is not _mf.suggest(self):
-        return _mf.restride(self if dtype is None else self._to_dtype(dtype), fmt)
-    out = self if dtype is None or dtype == self.dtype else self._to_dtype(dtype)
+    if fmt is not _mf.preserve_format and fmt is not _mf.suggest(out):
+        return _mf.restride(out if dtype is None else out._to_dtype(dtype), fmt)
+    out = out if dtype is None or dtype == out.dtype else out._to_dtype(dtype)
     return out.clone() if copy and out is self else out
+
+
+def _cuda(self, device=None, non_blocking=False, memory_format=_mf.preserve_format):
+    """This tensor on a CUDA device (the current one, or `device`: an index, string or device)."""
+    target = ember.device("cuda", device) if isinstance(device, int) else ember.device("cuda" if device is None else device)
+    if target.type != "cuda":
+        raise RuntimeError(f"Invalid device, must be cuda device, got {target}")
+    return _to(self, target, memory_format=memory_format)
 
 
 _method("to", _to)
@@ -111,7 +120,8 @@ _method("is_contiguous", _mf.is_contiguous)
 _method("clone", _mf.clone)
 _method("type", lambda self, dtype=None: f"ember.{self.dtype.name}" if dtype is None else self._to_dtype(dtype))
 _method("type_as", lambda self, other: self._to_dtype(other.dtype))
-_method("cpu", lambda self: self)
+_method("cpu", lambda self, memory_format=_mf.preserve_format: _to(self, "cpu", memory_format=memory_format))
+_method("cuda", _cuda)
 for _name, _d in [("float", _C.float32), ("double", _C.float64), ("half", _C.float16), ("bfloat16", _C.bfloat16),
                   ("int", _C.int32), ("long", _C.int64), ("short", _C.int16), ("char", _C.int8), ("byte", _C.uint8),
                   ("bool", _C.bool)]:
@@ -139,7 +149,11 @@ _WIDER_FOR_NUMPY = {_C.bfloat16: _C.float32, _C.complex32: _C.complex64}
 _method("tolist", lambda self: np.asarray(self._to_dtype(_WIDER_FOR_NUMPY.get(self.dtype, self.dtype))).tolist())
 
 
-def _rebuild(data, dtype_name, shape):
+def _rebuild(data, dtype_name, shape, device="cpu"):
+    return ember._device.move(_rebuild_on_cpu(data, dtype_name, shape), device)
+
+
+def _rebuild_on_cpu(data, dtype_name, shape):
     if dtype_name == "complex32":
         pairs = np.frombuffer(bytearray(data), dtype=np.float16).reshape(tuple(shape) + (2,))
         return ember.view_as_complex(ember.from_numpy(pairs.copy()))
@@ -151,7 +165,8 @@ def _rebuild(data, dtype_name, shape):
 
 
 def _reduce(self):
-    c = self.contiguous()
+    """Pickles the values, with the device to rebuild the tensor on."""
+    c = self.cpu().contiguous()
     if self.dtype == _C.bfloat16:
         f32 = np.ascontiguousarray(np.asarray(c._to_dtype(_C.float32)))
         data = (f32.view(np.uint32) >> 16).astype(np.uint16).tobytes()
@@ -159,7 +174,7 @@ def _reduce(self):
         data = np.ascontiguousarray(np.asarray(_C.view_as_real(c))).tobytes()
     else:
         data = np.ascontiguousarray(np.asarray(c)).tobytes()
-    return (_rebuild, (data, self.dtype.name, tuple(self.shape)))
+    return (_rebuild, (data, self.dtype.name, tuple(self.shape), str(self.device)))
 
 
 _method("__reduce__", _reduce)
@@ -190,6 +205,8 @@ _method("fill_", lambda self, value: self.copy_(value))
 Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
 Tensor.mT = property(lambda self: self.transpose(-2, -1))
 Tensor.layout = property(lambda self: "ember.strided")
+Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
+_method("get_device", lambda self: -1 if self.device.type == "cpu" else self.device.index)
 Tensor.itemsize = property(lambda self: self.dtype.itemsize)
 Tensor.nbytes = property(lambda self: self.numel() * self.dtype.itemsize)
 

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 pub mod autograd;
+pub mod backend;
 pub mod device;
 pub mod dtype;
 pub mod error;

@@ -210,10 +210,19 @@ pub enum CudaStorage {}
 /// Metal buffer; uninhabited until the Metal backend is built.
 pub enum MetalStorage {}
 
+/// Memory of a backend registered at run time (`Device::PrivateUse1`): whatever that backend
+/// allocated, which only its own kernels read.
+pub struct ExtStorage {
+    pub device: Device,
+    pub bytes: usize,
+    pub memory: Box<dyn Any + Send + Sync>,
+}
+
 pub enum Storage {
     Cpu(CpuStorage),
     Cuda(CudaStorage),
     Metal(MetalStorage),
+    Ext(ExtStorage),
 }
 
 impl Storage {
@@ -222,14 +231,29 @@ impl Storage {
             Storage::Cpu(_) => Device::Cpu,
             Storage::Cuda(s) => match *s {},
             Storage::Metal(s) => match *s {},
+            Storage::Ext(s) => s.device,
         }
     }
 
+    pub fn bytes(&self) -> usize {
+        match self {
+            Storage::Cpu(s) => s.bytes(),
+            Storage::Cuda(s) => match *s {},
+            Storage::Metal(s) => match *s {},
+            Storage::Ext(s) => s.bytes,
+        }
+    }
+
+    /// The host memory the CPU kernels read. Ops reach other devices' memory only through
+    /// their backend (`crate::backend`); an op family that is not yet part of the contract
+    /// runs CPU kernels only, and another device's tensor stops here (a panic, which the
+    /// extension raises as a RuntimeError) instead of being read as host memory.
     pub fn cpu(&self) -> &CpuStorage {
         match self {
             Storage::Cpu(s) => s,
             Storage::Cuda(s) => match *s {},
             Storage::Metal(s) => match *s {},
+            Storage::Ext(s) => panic!("a CPU kernel was given memory of {}: its backend must serve the op", s.device),
         }
     }
 }

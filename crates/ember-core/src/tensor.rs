@@ -5,7 +5,8 @@ use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::layout::{self, wrap_dim, Layout};
-use crate::storage::{CpuStorage, Storage};
+use crate::backend::Backend;
+use crate::storage::Storage;
 use crate::with_dtype;
 use crate::autograd::{self, meta::AutogradMeta};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -168,32 +169,46 @@ impl Tensor {
         self.alias(self.layout().clone(), None)
     }
 
-    /// A fresh contiguous tensor whose contents the caller must overwrite entirely.
+    /// A fresh contiguous CPU tensor whose contents the caller must overwrite entirely.
     pub fn uninit(shape: &[usize], dtype: DType) -> Result<Self> {
-        let bytes = layout::checked_numel(shape, dtype.size())? * dtype.size();
-        Ok(Self::from_parts(Arc::new(Storage::Cpu(CpuStorage::uninit(bytes)?)), Layout::contiguous(shape), dtype))
+        Self::empty_on(shape, dtype, Device::Cpu)
     }
 
-    /// A fresh tensor of `shape` laid out in memory in the same dim order as `like` when `like`
-    /// is dense (as PyTorch keeps an input's memory format in elementwise results), so that
-    /// every operand of the op streams through memory in the same order.
-    pub fn uninit_like(shape: &[usize], dtype: DType, like: Option<&Tensor>) -> Result<Self> {
+    /// A fresh contiguous tensor on `device` whose contents the caller must overwrite entirely.
+    pub fn empty_on(shape: &[usize], dtype: DType, device: Device) -> Result<Self> {
+        Self::alloc_on(shape, dtype, device, false)
+    }
+
+    /// A fresh tensor of `shape` on `device` laid out in memory in the same dim order as `like`
+    /// when `like` is dense (as PyTorch keeps an input's memory format in elementwise results),
+    /// so that every operand of the op streams through memory in the same order.
+    pub fn uninit_like(shape: &[usize], dtype: DType, device: Device, like: Option<&Tensor>) -> Result<Self> {
         let Some(order) = like.filter(|l| l.shape() == shape).and_then(|l| l.layout().dense_order()) else {
-            return Self::uninit(shape, dtype);
+            return Self::empty_on(shape, dtype, device);
         };
         let permuted: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
         let mut inverse = vec![0; order.len()];
         for (i, &d) in order.iter().enumerate() {
             inverse[d] = i;
         }
-        let t = Self::uninit(&permuted, dtype)?;
+        let t = Self::empty_on(&permuted, dtype, device)?;
         let layout = t.layout().permute(&inverse).expect("inverse of a permutation");
         Ok(t.relayout(layout))
     }
 
+    /// A fresh contiguous CPU tensor of zeros.
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Self> {
+        Self::zeros_on(shape, dtype, Device::Cpu)
+    }
+
+    pub fn zeros_on(shape: &[usize], dtype: DType, device: Device) -> Result<Self> {
+        Self::alloc_on(shape, dtype, device, true)
+    }
+
+    fn alloc_on(shape: &[usize], dtype: DType, device: Device, zeroed: bool) -> Result<Self> {
         let bytes = layout::checked_numel(shape, dtype.size())? * dtype.size();
-        Ok(Self::from_parts(Arc::new(Storage::Cpu(CpuStorage::zeroed(bytes)?)), Layout::contiguous(shape), dtype))
+        let storage = crate::backend::of(device)?.alloc(device, bytes, zeroed)?;
+        Ok(Self::from_parts(Arc::new(storage), Layout::contiguous(shape), dtype))
     }
 
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Self> {
@@ -267,7 +282,7 @@ impl Tensor {
         if T::DTYPE != self.dtype() {
             bail!(Type, "to_vec: expected dtype {} but the tensor is {}", T::DTYPE, self.dtype());
         }
-        let c = self.contiguous();
+        let c = self.to_device(Device::Cpu)?.contiguous();
         let n = c.numel();
         let mut v = Vec::with_capacity(n);
         unsafe {
@@ -285,7 +300,8 @@ impl Tensor {
         if self.dtype().is_complex() {
             return Ok(self.item_c128()?.re);
         }
-        Ok(with_dtype!(self.dtype(), T, unsafe { (*self.data_ptr::<T>()).to_f64() }))
+        let host = self.to_device(Device::Cpu)?;
+        Ok(with_dtype!(self.dtype(), T, unsafe { (*host.data_ptr::<T>()).to_f64() }))
     }
 
     /// The single value of a one-element tensor as complex128 (real dtypes: zero imaginary part).
@@ -294,7 +310,8 @@ impl Tensor {
             bail!(Runtime, "a Tensor with {} elements cannot be converted to Scalar", self.numel());
         }
         if self.dtype().is_complex() {
-            return Ok(crate::with_complex!(self.dtype(), T, unsafe { (*self.data_ptr::<T>()).to_c128() }));
+            let host = self.to_device(Device::Cpu)?;
+            return Ok(crate::with_complex!(self.dtype(), T, unsafe { (*host.data_ptr::<T>()).to_c128() }));
         }
         Ok(crate::dtype::CDouble::new(self.item_f64()?, 0.0))
     }
@@ -309,12 +326,12 @@ impl Tensor {
         if self.is_contiguous() {
             return self.clone();
         }
-        self.copied("CloneBackward0", infallible_alloc(Tensor::uninit(self.shape(), self.dtype())))
+        self.copied("CloneBackward0", infallible(Tensor::empty_on(self.shape(), self.dtype(), self.device())))
     }
 
     /// A fresh contiguous copy, always (PyTorch's `clone`).
     pub fn deep_clone(&self) -> Tensor {
-        self.copied("CloneBackward0", infallible_alloc(Tensor::uninit_like(self.shape(), self.dtype(), Some(self))))
+        self.copied("CloneBackward0", infallible(Tensor::uninit_like(self.shape(), self.dtype(), self.device(), Some(self))))
     }
 
     /// Casts; float-to-float casts are differentiable (the gradient is cast back).
@@ -322,18 +339,33 @@ impl Tensor {
         if dtype == self.dtype() {
             return self.clone();
         }
+        let out = infallible(Tensor::uninit_like(self.shape(), dtype, self.device(), Some(self)));
         if !dtype.is_inexact() {
-            let out = infallible_alloc(Tensor::uninit_like(self.shape(), dtype, Some(self)));
-            out.copy_from_unchecked(self);
+            infallible(out.copy_from_unchecked(self));
             return out;
         }
-        self.copied("ToCopyBackward0", infallible_alloc(Tensor::uninit_like(self.shape(), dtype, Some(self))))
+        self.copied("ToCopyBackward0", out)
     }
 
-    /// Copies this tensor into `out` (same shape), recording the copy: the gradient is the
-    /// output's, cast back to this tensor's dtype.
+    /// This tensor on `device`: itself when it is there already, else a contiguous copy whose
+    /// gradient flows back to this tensor's device.
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        if device == self.device() {
+            return Ok(self.clone());
+        }
+        let out = Tensor::empty_on(self.shape(), self.dtype(), device)?;
+        out.copy_from_unchecked(self)?;
+        if autograd::needs_grad(&[self]) {
+            let from = self.device();
+            autograd::record("ToCopyBackward0", &[self], &[&out], &[], move |_, g| Ok(vec![Some(g[0].to_device(from)?)]))?;
+        }
+        Ok(out)
+    }
+
+    /// Copies this tensor into `out` (same shape and device), recording the copy: the gradient
+    /// is the output's, cast back to this tensor's dtype.
     fn copied(&self, name: &'static str, out: Tensor) -> Tensor {
-        out.copy_from_unchecked(self);
+        infallible(out.copy_from_unchecked(self));
         if autograd::needs_grad(&[self]) {
             let dtype = self.dtype();
             autograd::record(name, &[self], &[&out], &[], move |_, g| Ok(vec![Some(g[0].to_dtype(dtype))])).expect("recording a copy");
@@ -341,9 +373,10 @@ impl Tensor {
         out
     }
 
-    /// `self.copy_(src)`: broadcasts `src` and casts it to this tensor's dtype. Under autograd
-    /// the gradient of this tensor flows to `src` (summed over the broadcast dims). A one-element
-    /// `src` is a fill (Ember's `fill_`), which may write an expanded tensor.
+    /// `self.copy_(src)`: broadcasts `src` and casts it to this tensor's dtype; `src` may be on
+    /// another device. Under autograd the gradient of this tensor flows to `src` (summed over
+    /// the broadcast dims). A one-element `src` is a fill (Ember's `fill_`), which may write an
+    /// expanded tensor.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
         if src.numel() == 1 {
             if let Some(target) = crate::ops::overlap::distinct_elements(self)? {
@@ -355,35 +388,46 @@ impl Tensor {
             &[src],
             || {
                 let src = src.broadcast_to(self.shape())?;
-                self.copy_from_unchecked(&src);
+                self.copy_from_unchecked(&src)?;
                 self.bump_version();
                 Ok(())
             },
-            || src.to_dtype(self.dtype()).broadcast_to(self.shape()),
+            || src.to_device(self.device())?.to_dtype(self.dtype()).broadcast_to(self.shape()),
         )
     }
 
-    fn copy_from_unchecked(&self, src: &Tensor) {
-        use crate::ops::map::unary_into;
-        use crate::with_complex;
-        if crate::ops::half::map::convert_into(src, self) {
-            return;
+    /// `self[i] = cast(src[i])`, same shape. Across devices the data goes through the host:
+    /// a contiguous copy of the source's dtype is downloaded or uploaded, then cast in place.
+    fn copy_from_unchecked(&self, src: &Tensor) -> Result<()> {
+        let (from, to) = (src.device(), self.device());
+        if from == to {
+            return crate::backend::of(to)?.copy(src, self);
         }
-        match (src.dtype().is_complex(), self.dtype().is_complex()) {
-            (false, false) => with_dtype!(self.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
-            (true, true) => with_complex!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
-            (false, true) => with_complex!(self.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
-            (true, false) => with_dtype!(self.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, self, cast::<I, O>))),
+        let host = if from == Device::Cpu {
+            src.contiguous()
+        } else {
+            let staged = Tensor::empty_on(src.shape(), src.dtype(), from)?;
+            crate::backend::of(from)?.copy(src, &staged)?;
+            let host = Tensor::uninit(src.shape(), src.dtype())?;
+            crate::backend::of(from)?.download(&staged, &host)?;
+            host
+        };
+        if to == Device::Cpu {
+            return crate::backend::cpu::Cpu.copy(&host, self);
         }
+        let staged = Tensor::empty_on(self.shape(), src.dtype(), to)?;
+        crate::backend::of(to)?.upload(&host, &staged)?;
+        crate::backend::of(to)?.copy(&staged, self)
     }
 }
 
-/// The buffer of `contiguous`, `deep_clone` and `to_dtype`, which keep infallible signatures
-/// (well over a hundred callers, many inside infallible closures): a size that overflows (a
-/// broadcast view's copy) or a failed allocation there panics with the error's message, which
-/// the extension raises as the RuntimeError a fallible op gives.
-fn infallible_alloc(t: Result<Tensor>) -> Tensor {
-    t.unwrap_or_else(|e| panic!("{e}"))
+/// The buffers and copies of `contiguous`, `deep_clone` and `to_dtype`, which keep infallible
+/// signatures (well over a hundred callers, many inside infallible closures): a size that
+/// overflows (a broadcast view's copy), a failed allocation or a backend that cannot copy
+/// panics there with the error's message, which the extension raises as the RuntimeError a
+/// fallible op gives.
+fn infallible<T>(r: Result<T>) -> T {
+    r.unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Casts like PyTorch's `.to(dtype)`: float to int truncates, anything to bool tests non-zero.
@@ -410,12 +454,4 @@ impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Tensor(shape={:?}, dtype={})", self.shape(), self.dtype())
     }
-}
-
-/// Sanity helper shared by kernels: both operands must be on one device.
-pub fn same_device(a: &Tensor, b: &Tensor) -> Result<()> {
-    if a.device() != b.device() {
-        bail!(Runtime, "Expected all tensors to be on the same device, but found at least two devices, {} and {}!", a.device(), b.device());
-    }
-    Ok(())
 }

@@ -44,7 +44,7 @@ class _UninitializedTensorMixin:
     cls_to_become = None
 
     def materialize(self, shape, device=None, dtype=None):
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         self.data = ember.empty(tuple(shape), dtype=dtype if dtype is not None else self.dtype)
         self.__class__ = self.cls_to_become
 
@@ -80,7 +80,7 @@ class UninitializedParameter(_UninitializedTensorMixin, Parameter):
     cls_to_become = Parameter
 
     def __new__(cls, requires_grad=True, device=None, dtype=None):
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         return super().__new__(cls, ember.empty(0, dtype=dtype), requires_grad)
 
 
@@ -96,5 +96,5 @@ class UninitializedBuffer(_UninitializedTensorMixin, _C.Tensor):
     cls_to_become = _MaterializedBuffer
 
     def __new__(cls, requires_grad=False, device=None, dtype=None):
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         return super().__new__(cls, ember.empty(0, dtype=dtype), requires_grad)

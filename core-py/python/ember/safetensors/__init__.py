@@ -5,7 +5,7 @@ on Ember tensors. The format is implemented in Rust (`ember_core::serialize::saf
 import os
 
 from ember import _C
-from ember._device import check_cpu
+from ember._device import check, move
 
 SafetensorError = _C.SafetensorError
 
@@ -57,9 +57,9 @@ def save_file(tensors, filename, metadata=None):
 
 def load_file(filename, device="cpu"):
     """A dict of name to tensor, in the order of the file's bytes."""
-    check_cpu(device)
+    check(device)
     tensors, _ = _C.safetensors_load_file(os.fspath(filename))
-    return dict(tensors)
+    return {name: move(t, device) for name, t in tensors}
 
 
 def save(tensors, metadata=None):

@@ -72,7 +72,7 @@ fn root_edges(roots: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Edge, T
             Some(g) => g.clone(),
             None if t.numel() != 1 => bail!(Runtime, "grad can be implicitly created only for scalar outputs"),
             None if t.dtype().is_complex() => bail!(Runtime, "grad can be implicitly created only for real scalar outputs but got {}", t.dtype()),
-            None => crate::ops::creation::full(t.shape(), crate::ops::binary::Scalar::Int(1), t.dtype())?,
+            None => crate::ops::creation::full_on(t.shape(), crate::ops::binary::Scalar::Int(1), t.dtype(), t.device())?,
         };
         edges.push((edge, g));
     }
@@ -246,6 +246,7 @@ fn conform(node: &Node, k: usize, g: Tensor, meta: &Meta) -> Result<Tensor> {
     } else {
         g
     };
+    let g = g.to_device(meta.device)?;
     Ok(if g.dtype() != meta.dtype { g.to_dtype(meta.dtype) } else { g })
 }
 

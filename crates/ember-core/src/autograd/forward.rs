@@ -138,7 +138,7 @@ pub(crate) fn set_tangent_if_any(to: &Tensor, from: &Tensor) {
 
 /// Whether `tangent` is laid out over its storage exactly as `primal` over its own.
 fn mirrors(primal: &Tensor, tangent: &Tensor) -> bool {
-    tangent.dtype() == primal.dtype() && tangent.layout() == primal.layout() && tangent.storage().cpu().bytes() == primal.storage().cpu().bytes()
+    tangent.dtype() == primal.dtype() && tangent.layout() == primal.layout() && tangent.storage().bytes() == primal.storage().bytes()
 }
 
 /// `tangent` itself when it mirrors `primal`, else a copy of it that does (a fresh storage the
@@ -148,7 +148,7 @@ pub(crate) fn mirror(primal: &Tensor, tangent: &Tensor) -> Result<Tensor> {
         return Ok(tangent.clone());
     }
     let _raw = super::untracked();
-    let bytes = primal.storage().cpu().bytes();
+    let bytes = primal.storage().bytes();
     let whole = Tensor::zeros(&[bytes / primal.dtype().size()], primal.dtype())?;
     let m = whole.with_layout(primal.layout().clone());
     m.copy_(&tangent.detach())?;
@@ -252,7 +252,7 @@ pub(crate) fn generic(node: &Arc<Node>, inputs: &[&Tensor], tangents: &[Option<T
         .outputs
         .iter()
         .map(|m| {
-            let u = Tensor::zeros(&m.shape, m.dtype)?;
+            let u = Tensor::zeros_on(&m.shape, m.dtype, m.device)?;
             if m.dtype.is_inexact() {
                 u.set_requires_grad(true)?;
             }

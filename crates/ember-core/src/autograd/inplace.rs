@@ -214,7 +214,7 @@ impl ViewMap {
         let keep = {
             let _raw = untracked();
             let dtype = g.dtype().to_real();
-            let k = crate::ops::creation::full(g.shape(), Scalar::Int(1), dtype)?;
+            let k = crate::ops::creation::full_on(g.shape(), Scalar::Int(1), dtype, g.device())?;
             crate::ops::index::index_fill_(&k.reshape(&[-1])?, 0, &self.positions()?.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(dtype))?;
             k
         };

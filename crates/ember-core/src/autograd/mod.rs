@@ -190,9 +190,9 @@ pub fn record_with_jvp(
 
 pub(crate) fn materialising(backward: impl Fn(&Ctx, &[Tensor]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static) -> Arc<node::RawBackwardFn> {
     Arc::new(move |ctx: &Ctx, grads: &[Option<Tensor>]| {
-        let grads: Vec<Tensor> = grads.iter().zip(ctx.output_shapes()).map(|(g, (shape, dtype))| match g {
+        let grads: Vec<Tensor> = grads.iter().zip(ctx.output_shapes()).map(|(g, (shape, dtype, device))| match g {
             Some(g) => Ok(g.clone()),
-            None => Tensor::zeros(shape, dtype),
+            None => Tensor::zeros_on(shape, dtype, device),
         }).collect::<Result<_>>()?;
         backward(ctx, &grads)
     })

@@ -1,6 +1,7 @@
 //! Graph nodes: one per recorded op (its backward function, the edges to its inputs' nodes and
 //! its saved tensors) or per leaf that requires grad (the gradient accumulator).
 use crate::bail;
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::{Inner, Tensor};
@@ -22,15 +23,16 @@ pub struct Edge {
     pub input_nr: usize,
 }
 
-/// Shape and dtype a gradient must have.
+/// Shape, dtype and device a gradient must have.
 pub(crate) struct Meta {
     pub shape: Vec<usize>,
     pub dtype: DType,
+    pub device: Device,
 }
 
 impl Meta {
     fn of(t: &Tensor) -> Meta {
-        Meta { shape: t.shape().to_vec(), dtype: t.dtype() }
+        Meta { shape: t.shape().to_vec(), dtype: t.dtype(), device: t.device() }
     }
 }
 
@@ -206,8 +208,9 @@ impl Ctx<'_> {
         self.node.next.get(i).is_some_and(|e| e.is_some())
     }
 
-    pub fn output_shapes(&self) -> impl Iterator<Item = (&[usize], DType)> {
-        self.node.outputs.iter().map(|m| (m.shape.as_slice(), m.dtype))
+    /// Shape, dtype and device of each output (what its gradient has).
+    pub fn output_shapes(&self) -> impl Iterator<Item = (&[usize], DType, Device)> {
+        self.node.outputs.iter().map(|m| (m.shape.as_slice(), m.dtype, m.device))
     }
 
     pub fn name(&self) -> &str {

@@ -1,9 +1,9 @@
 //! Two-input elementwise ops: arithmetic, comparison, logical and bitwise, with broadcasting
 //! and PyTorch's result-type rules for tensor/0-d tensor/Python-number operands.
-use super::map::{binary_into, ternary_into};
-use super::math::Real;
+use super::map::ternary_into;
 use crate::autograd;
 use crate::bail;
+use crate::device::Device;
 use crate::dtype::{CDouble, Category, DType, Element};
 use crate::error::Result;
 use crate::layout::broadcast_shapes;
@@ -141,13 +141,46 @@ impl Operand<'_> {
         }
     }
 
-    /// This operand as a tensor of `dtype` broadcast to `shape`.
-    pub fn materialize(&self, dtype: DType, shape: &[usize]) -> Result<Tensor> {
+    /// This operand as a tensor of `dtype` on `device` broadcast to `shape`.
+    pub fn materialize(&self, dtype: DType, shape: &[usize], device: Device) -> Result<Tensor> {
         let t = match self {
-            Operand::Tensor(t) => t.to_dtype(dtype),
-            Operand::Scalar(s) => s.to_tensor(dtype),
+            Operand::Tensor(t) => t.to_device(device)?.to_dtype(dtype),
+            Operand::Scalar(s) => s.to_tensor(dtype).to_device(device)?,
         };
         t.broadcast_to(shape)
+    }
+
+    /// This operand as a backend takes it: a tensor of `dtype` on `device` broadcast to
+    /// `shape`, or a number, which stays a number.
+    fn ready(self, dtype: DType, shape: &[usize], device: Device) -> Result<Ready> {
+        Ok(match self {
+            Operand::Tensor(_) => Ready::Tensor(self.materialize(dtype, shape, device)?),
+            Operand::Scalar(s) => Ready::Scalar(s),
+        })
+    }
+}
+
+/// The device of an op's operands (numbers go with any).
+fn operands_device(operands: &[Operand]) -> Result<Device> {
+    let tensors: Vec<&Tensor> = operands.iter().filter_map(|o| match o {
+        Operand::Tensor(t) => Some(*t),
+        Operand::Scalar(_) => None,
+    }).collect();
+    crate::backend::common_device(&tensors)
+}
+
+/// An operand prepared for a backend (see `Operand::ready`).
+enum Ready {
+    Tensor(Tensor),
+    Scalar(Scalar),
+}
+
+impl Ready {
+    fn operand(&self) -> Operand<'_> {
+        match self {
+            Ready::Tensor(t) => Operand::Tensor(t),
+            Ready::Scalar(s) => Operand::Scalar(*s),
+        }
     }
 }
 
@@ -302,10 +335,9 @@ fn same_shape_operand<'a>(operands: &[Operand<'a>], shape: &[usize]) -> Option<&
 fn binary_kernel(op: BinaryOp, a: Operand, b: Operand) -> Result<Tensor> {
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
-    let (x, y) = (a.materialize(compute, &shape)?, b.materialize(compute, &shape)?);
-    check_int_divisor(op, &y)?;
-    let out = Tensor::uninit_like(&shape, out_dtype, same_shape_operand(&[a, b], &shape))?;
-    run(op, &x, &y, &out);
+    let device = operands_device(&[a, b])?;
+    let out = Tensor::uninit_like(&shape, out_dtype, device, same_shape_operand(&[a, b], &shape))?;
+    run(op, a, b, compute, &out)?;
     Ok(out)
 }
 
@@ -327,171 +359,23 @@ fn binary_out_kernel(op: BinaryOp, a: Operand, b: Operand, out: &Tensor) -> Resu
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
     super::check_out(out, &shape, out_dtype)?;
+    if operands_device(&[a, b, Operand::Tensor(out)])? != out.device() {
+        bail!(Runtime, "Expected all tensors to be on the same device, but found at least two devices, {} and {}!", out.device(), operands_device(&[a, b])?);
+    }
     if out_dtype != out.dtype() {
         return out.copy_(&binary_kernel(op, a, b)?);
     }
-    let (x, y) = (a.materialize(compute, &shape)?, b.materialize(compute, &shape)?);
-    check_int_divisor(op, &y)?;
-    run(op, &x, &y, out);
+    run(op, a, b, compute, out)?;
     out.bump_version();
     Ok(())
 }
 
-fn check_int_divisor(op: BinaryOp, y: &Tensor) -> Result<()> {
-    if matches!(op, FloorDiv | TruncDiv | Remainder | Fmod) && !y.dtype().is_float() {
-        let zero = crate::with_dtype!(y.dtype(), T, {
-            let mut found = false;
-            super::map::for_each_indexed::<T>(y, |_, v| found |= !v.is_nonzero());
-            found
-        });
-        if zero {
-            bail!(Runtime, "ZeroDivisionError: integer division or modulo by zero");
-        }
-    }
-    Ok(())
-}
-
-macro_rules! fmap2 {
-    ($a:expr, $b:expr, $o:expr, $O:ident, |$x:ident, $y:ident| $body:expr) => {
-        match $a.dtype() {
-            DType::F32 => binary_into::<f32, f32, $O!(f32)>($a, $b, $o, |$x: f32, $y: f32| $body),
-            DType::F64 => binary_into::<f64, f64, $O!(f64)>($a, $b, $o, |$x: f64, $y: f64| $body),
-            DType::F16 => $O!(@half f16, $a, $b, $o, |$x, $y| $body),
-            DType::BF16 => $O!(@half bf16, $a, $b, $o, |$x, $y| $body),
-            d => unreachable!("float kernel on {d}"),
-        }
-    };
-}
-
-macro_rules! imap2 {
-    ($a:expr, $b:expr, $o:expr, $O:ident, |$x:ident, $y:ident| $body:expr) => {
-        $crate::with_dtype!($a.dtype(), T, binary_into::<T, T, $O!(T)>($a, $b, $o, |p: T, q: T| {
-            let ($x, $y) = (p.to_i64(), q.to_i64());
-            $O!(@int T, $body)
-        }))
-    };
-}
-
-// Output type selectors for the kernel macros: the same type, or bool.
-// `@half`: the half-precision kernel, float32 blocks for arithmetic, per element for predicates.
-macro_rules! same {
-    ($t:ty) => { $t };
-    (@half $t:ty, $a:expr, $b:expr, $o:expr, |$x:ident, $y:ident| $body:expr) => {
-        super::half::map::binary_into::<$t>($a, $b, $o, |$x: f32, $y: f32| $body)
-    };
-    (@int $t:ty, $v:expr) => { <$t>::from_i64($v) };
-}
-macro_rules! boolean {
-    ($t:ty) => { bool };
-    (@half $t:ty, $a:expr, $b:expr, $o:expr, |$x:ident, $y:ident| $body:expr) => {
-        binary_into::<$t, $t, bool>($a, $b, $o, |p: $t, q: $t| {
-            let ($x, $y) = (p.to_f32(), q.to_f32());
-            $body
-        })
-    };
-    (@int $t:ty, $v:expr) => { $v };
-}
-
-fn run(op: BinaryOp, a: &Tensor, b: &Tensor, o: &Tensor) {
-    if a.dtype().is_complex() {
-        return super::complex_binary::run(op, a, b, o);
-    }
-    let float = a.dtype().is_float();
-    match op {
-        Add if float => fmap2!(a, b, o, same, |x, y| x + y),
-        Sub if float => fmap2!(a, b, o, same, |x, y| x - y),
-        Mul if float => fmap2!(a, b, o, same, |x, y| x * y),
-        Div if float => fmap2!(a, b, o, same, |x, y| x / y),
-        FloorDiv if float => fmap2!(a, b, o, same, |x, y| floor_div(x, y)),
-        TruncDiv if float => fmap2!(a, b, o, same, |x, y| (x / y).trunc()),
-        Remainder if float => fmap2!(a, b, o, same, |x, y| {
-            let r = x % y;
-            if r != 0.0 && ((r < 0.0) != (y < 0.0)) { r + y } else { r }
-        }),
-        Fmod if float => fmap2!(a, b, o, same, |x, y| x % y),
-        Pow if float => fmap2!(a, b, o, same, |x, y| x.powf(y)),
-        Atan2 => fmap2!(a, b, o, same, |x, y| x.atan2(y)),
-        Hypot => fmap2!(a, b, o, same, |x, y| x.hypot(y)),
-        Maximum if float => fmap2!(a, b, o, same, |x, y| if x.is_nan() || y.is_nan() { x + y } else { x.max(y) }),
-        Minimum if float => fmap2!(a, b, o, same, |x, y| if x.is_nan() || y.is_nan() { x + y } else { x.min(y) }),
-        Fmax if float => fmap2!(a, b, o, same, |x, y| x.max(y)),
-        Fmin if float => fmap2!(a, b, o, same, |x, y| x.min(y)),
-        Eq if float => fmap2!(a, b, o, boolean, |x, y| x == y),
-        Ne if float => fmap2!(a, b, o, boolean, |x, y| x != y),
-        Lt if float => fmap2!(a, b, o, boolean, |x, y| x < y),
-        Le if float => fmap2!(a, b, o, boolean, |x, y| x <= y),
-        Gt if float => fmap2!(a, b, o, boolean, |x, y| x > y),
-        Ge if float => fmap2!(a, b, o, boolean, |x, y| x >= y),
-        LogicalAnd if float => fmap2!(a, b, o, boolean, |x, y| x != 0.0 && y != 0.0),
-        LogicalOr if float => fmap2!(a, b, o, boolean, |x, y| x != 0.0 || y != 0.0),
-        LogicalXor if float => fmap2!(a, b, o, boolean, |x, y| (x != 0.0) != (y != 0.0)),
-        Add if a.dtype() == DType::Bool => binary_into::<bool, bool, bool>(a, b, o, |x, y| x | y),
-        Mul if a.dtype() == DType::Bool => binary_into::<bool, bool, bool>(a, b, o, |x, y| x & y),
-        Maximum | Fmax if a.dtype() == DType::Bool => binary_into::<bool, bool, bool>(a, b, o, |x, y| x | y),
-        Minimum | Fmin if a.dtype() == DType::Bool => binary_into::<bool, bool, bool>(a, b, o, |x, y| x & y),
-        Add => imap2!(a, b, o, same, |x, y| x.wrapping_add(y)),
-        Sub => imap2!(a, b, o, same, |x, y| x.wrapping_sub(y)),
-        Mul => imap2!(a, b, o, same, |x, y| x.wrapping_mul(y)),
-        // Wrapping, as PyTorch's: `i64::MIN // -1` is `i64::MIN` (the divisor is checked non-zero).
-        FloorDiv => imap2!(a, b, o, same, |x, y| {
-            let q = x.wrapping_div(y);
-            if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) { q - 1 } else { q }
-        }),
-        TruncDiv => imap2!(a, b, o, same, |x, y| x.wrapping_div(y)),
-        Remainder => imap2!(a, b, o, same, |x, y| {
-            let r = x.wrapping_rem(y);
-            if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }
-        }),
-        Fmod => imap2!(a, b, o, same, |x, y| x.wrapping_rem(y)),
-        Pow => imap2!(a, b, o, same, |x, y| int_pow(x, y)),
-        Maximum | Fmax => imap2!(a, b, o, same, |x, y| x.max(y)),
-        Minimum | Fmin => imap2!(a, b, o, same, |x, y| x.min(y)),
-        BitwiseAnd => imap2!(a, b, o, same, |x, y| x & y),
-        BitwiseOr => imap2!(a, b, o, same, |x, y| x | y),
-        BitwiseXor => imap2!(a, b, o, same, |x, y| x ^ y),
-        LeftShift => imap2!(a, b, o, same, |x, y| if (0..64).contains(&y) { x << y } else { 0 }),
-        RightShift => imap2!(a, b, o, same, |x, y| if (0..64).contains(&y) { x >> y } else if x < 0 { -1 } else { 0 }),
-        Eq => imap2!(a, b, o, boolean, |x, y| x == y),
-        Ne => imap2!(a, b, o, boolean, |x, y| x != y),
-        Lt => imap2!(a, b, o, boolean, |x, y| x < y),
-        Le => imap2!(a, b, o, boolean, |x, y| x <= y),
-        Gt => imap2!(a, b, o, boolean, |x, y| x > y),
-        Ge => imap2!(a, b, o, boolean, |x, y| x >= y),
-        LogicalAnd => imap2!(a, b, o, boolean, |x, y| x != 0 && y != 0),
-        LogicalOr => imap2!(a, b, o, boolean, |x, y| x != 0 || y != 0),
-        LogicalXor => imap2!(a, b, o, boolean, |x, y| (x != 0) != (y != 0)),
-        Div => unreachable!("true division always computes in a float type"),
-    }
-}
-
-#[inline(always)]
-fn floor_div<R: Real>(x: R, y: R) -> R {
-    let (zero, one) = (<R as num_traits::Zero>::zero(), <R as num_traits::One>::one());
-    // Python's floor division: floor of the exact quotient, via fmod to avoid double rounding.
-    if y == zero {
-        return x / y;
-    }
-    let m = x % y;
-    let mut d = (x - m) / y;
-    if m != zero && ((y < zero) != (m < zero)) {
-        d = d - one;
-    }
-    if d == zero {
-        return (x / y) * zero;
-    }
-    let f = d.floor();
-    if d - f > R::from(0.5).unwrap() { f + one } else { f }
-}
-
-fn int_pow(base: i64, exp: i64) -> i64 {
-    match exp {
-        e if e < 0 => match base {
-            1 => 1,
-            -1 => if e % 2 == 0 { 1 } else { -1 },
-            _ => 0,
-        },
-        e => base.wrapping_pow(e.min(u32::MAX as i64) as u32),
-    }
+/// Casts and broadcasts the operands to `compute` and `out`'s shape, then runs the op on
+/// `out`'s backend.
+fn run(op: BinaryOp, a: Operand, b: Operand, compute: DType, out: &Tensor) -> Result<()> {
+    let device = out.device();
+    let (x, y) = (a.ready(compute, out.shape(), device)?, b.ready(compute, out.shape(), device)?);
+    crate::backend::of(device)?.binary(op, x.operand(), y.operand(), compute, out)
 }
 
 /// `where(cond, a, b)`: picks from `a` where `cond` is true.
@@ -514,14 +398,11 @@ fn where_kernel(cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
     }
     let shape = broadcast_shapes(&broadcast_shapes(cond.shape(), a.shape())?, b.shape())?;
     let dtype = result_type(&[a, b]);
-    let c = cond.to_dtype(DType::Bool).broadcast_to(&shape)?;
-    let (x, y) = (a.materialize(dtype, &shape)?, b.materialize(dtype, &shape)?);
-    let out = Tensor::uninit_like(&shape, dtype, same_shape_operand(&[a, b], &shape))?;
-    if dtype.is_complex() {
-        crate::with_complex!(dtype, T, ternary_into::<bool, T, T, T>(&c, &x, &y, &out, |c, x, y| if c { x } else { y }));
-    } else {
-        crate::with_dtype!(dtype, T, ternary_into::<bool, T, T, T>(&c, &x, &y, &out, |c, x, y| if c { x } else { y }));
-    }
+    let device = operands_device(&[Operand::Tensor(cond), a, b])?;
+    let c = Operand::Tensor(cond).materialize(DType::Bool, &shape, device)?;
+    let (x, y) = (a.materialize(dtype, &shape, device)?, b.materialize(dtype, &shape, device)?);
+    let out = Tensor::uninit_like(&shape, dtype, device, same_shape_operand(&[a, b], &shape))?;
+    crate::backend::of(device)?.where_(&c, &x, &y, &out)?;
     Ok(out)
 }
 
@@ -537,8 +418,8 @@ fn lerp_kernel(start: &Tensor, end: &Tensor, weight: Operand) -> Result<Tensor> 
     }
     let shape = broadcast_shapes(&broadcast_shapes(start.shape(), end.shape())?, weight.shape())?;
     let dtype = start.dtype();
-    let (s, e, w) = (start.broadcast_to(&shape)?, end.broadcast_to(&shape)?, weight.materialize(dtype, &shape)?);
-    let out = Tensor::uninit_like(&shape, dtype, [start, end].into_iter().find(|t| t.shape() == shape.as_slice()))?;
+    let (s, e, w) = (start.broadcast_to(&shape)?, end.broadcast_to(&shape)?, weight.materialize(dtype, &shape, start.device())?);
+    let out = Tensor::uninit_like(&shape, dtype, start.device(), [start, end].into_iter().find(|t| t.shape() == shape.as_slice()))?;
     crate::with_dtype!(dtype, T, ternary_into::<T, T, T, T>(&s, &e, &w, &out, |s, e, w| {
         let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
         T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })

@@ -2,7 +2,8 @@
 //! through `view_as_real`), so they share the vectorised real kernels and their accumulation
 //! (complex32 sums in float32); `prod` folds complex products; `all`/`any`/`count_nonzero` test
 //! both parts. Ordering reductions refuse as PyTorch does.
-use super::reduce::{fold, out_shape, reduce, ReduceOp};
+use super::reduce::{out_shape, reduce, ReduceOp};
+use crate::backend::cpu::reduce::fold;
 use crate::bail;
 use crate::dtype::{CFloat, CHalf, DType, Element};
 use crate::error::Result;

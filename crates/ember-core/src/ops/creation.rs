@@ -2,6 +2,7 @@
 use super::binary::Scalar;
 use super::map::{unary_into, Ptr};
 use crate::bail;
+use crate::device::Device;
 use crate::dtype::{CDouble, DType, Element};
 use crate::error::Result;
 use crate::parallel::{for_range, GRAIN};
@@ -9,9 +10,12 @@ use crate::tensor::Tensor;
 use crate::with_dtype;
 
 pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
-    let out = Tensor::uninit(shape, dtype)?;
-    let v = value.to_tensor(dtype).broadcast_to(shape).unwrap();
-    crate::with_any_dtype!(dtype, T, unary_into::<T, T>(&v, &out, |x| x));
+    full_on(shape, value, dtype, Device::Cpu)
+}
+
+pub fn full_on(shape: &[usize], value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
+    let out = Tensor::empty_on(shape, dtype, device)?;
+    crate::backend::of(device)?.fill(&out, value)?;
     Ok(out)
 }
 

@@ -34,7 +34,7 @@ pub mod reduce;
 pub mod resize;
 pub mod scan;
 pub mod sort;
-mod sum_simd;
+pub(crate) mod sum_simd;
 pub mod unary;
 pub mod view;
 

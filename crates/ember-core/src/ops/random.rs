@@ -2,6 +2,7 @@
 //! only on (seed, offset + i), so results are identical for every thread count and every run.
 use super::creation::from_index_fn;
 use crate::bail;
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -53,15 +54,17 @@ impl Generator {
         (self.seed, self.offset) = state;
     }
 
+    /// Reserves `n` 64-bit draws: the (key, first counter) that `bits` numbers them from.
+    fn reserve(&mut self, n: usize) -> (u64, u64) {
+        let at = (self.seed, self.offset);
+        self.offset += (n as u64).div_ceil(2);
+        at
+    }
+
     /// Reserves `n` 64-bit draws and returns a pure function from index to draw.
     fn stream(&mut self, n: usize) -> impl Fn(usize) -> u64 + Sync + use<> {
-        let (key, base) = (self.seed, self.offset);
-        self.offset += (n as u64).div_ceil(2);
-        move |i| {
-            let r = philox(key, base + (i / 2) as u64);
-            let (hi, lo) = if i % 2 == 0 { (r[0], r[1]) } else { (r[2], r[3]) };
-            ((hi as u64) << 32) | lo as u64
-        }
+        let (key, base) = self.reserve(n);
+        move |i| bits(key, base, i)
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -74,8 +77,66 @@ impl Generator {
     }
 }
 
-fn unit(bits: u64) -> f64 {
+/// Draw `i` of the stream reserved at (`key`, `base`): two 64-bit draws per Philox block.
+pub fn bits(key: u64, base: u64, i: usize) -> u64 {
+    let r = philox(key, base + (i / 2) as u64);
+    let (hi, lo) = if i % 2 == 0 { (r[0], r[1]) } else { (r[2], r[3]) };
+    ((hi as u64) << 32) | lo as u64
+}
+
+/// A draw as a float uniform in [0, 1) with 53 random bits.
+pub fn unit(bits: u64) -> f64 {
     (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// What `Backend::random` draws: element `i` of the output is a pure function of (key, base,
+/// i), given by `Distribution::sample`, so every backend draws the same numbers for a seed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Distribution {
+    /// Float64 on [low, high).
+    Uniform { low: f64, high: f64 },
+    /// Float64 by Box–Muller, one pair of draws per element.
+    Normal { mean: f64, std: f64 },
+    /// Int64 on [low, high).
+    Integers { low: i64, high: i64 },
+}
+
+impl Distribution {
+    /// 64-bit draws one element consumes.
+    pub fn draws(self) -> usize {
+        if matches!(self, Distribution::Normal { .. }) { 2 } else { 1 }
+    }
+
+    /// The output's dtype.
+    pub fn dtype(self) -> DType {
+        if matches!(self, Distribution::Integers { .. }) { DType::I64 } else { DType::F64 }
+    }
+
+    /// Element `i` of a draw at (`key`, `base`), as the bits of the output's dtype.
+    #[inline]
+    pub fn sample(self, key: u64, base: u64, i: usize) -> u64 {
+        match self {
+            Distribution::Uniform { low, high } => (low + (high - low) * unit(bits(key, base, i))).to_bits(),
+            Distribution::Normal { mean, std } => {
+                let u1 = 1.0 - unit(bits(key, base, 2 * i));
+                let u2 = unit(bits(key, base, 2 * i + 1));
+                (mean + std * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()).to_bits()
+            }
+            Distribution::Integers { low, high } => {
+                let range = (high as i128 - low as i128) as u128;
+                (low as i128 + (bits(key, base, i) as u128 % range) as i128) as i64 as u64
+            }
+        }
+    }
+}
+
+/// `shape` drawn from `dist` on `device`, then cast to `dtype`.
+fn draw(g: &mut Generator, dist: Distribution, shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+    let n = crate::layout::checked_numel(shape, 8)?;
+    let out = Tensor::empty_on(&[n], dist.dtype(), device)?;
+    let (key, base) = g.reserve(dist.draws() * n);
+    crate::backend::of(device)?.random(dist, key, base, &out)?;
+    Ok(cast_vec(out, shape, dtype))
 }
 
 /// The process-wide default generator (`ember.manual_seed`).
@@ -103,40 +164,26 @@ fn cast_vec(t: Tensor, shape: &[usize], dtype: DType) -> Tensor {
 }
 
 /// Uniform on [low, high).
-pub fn uniform(g: &mut Generator, shape: &[usize], low: f64, high: f64, dtype: DType) -> Result<Tensor> {
+pub fn uniform(g: &mut Generator, shape: &[usize], low: f64, high: f64, dtype: DType, device: Device) -> Result<Tensor> {
     float_out(dtype, "uniform")?;
-    let n = crate::layout::checked_numel(shape, 8)?;
-    let s = g.stream(n);
-    let t = from_index_fn::<f64>(n, |i| low + (high - low) * unit(s(i)))?;
-    Ok(cast_vec(t, shape, dtype))
+    draw(g, Distribution::Uniform { low, high }, shape, dtype, device)
 }
 
-/// Normal(mean, std) by Box–Muller, one pair of draws per element.
-pub fn normal(g: &mut Generator, shape: &[usize], mean: f64, std: f64, dtype: DType) -> Result<Tensor> {
+/// Normal(mean, std).
+pub fn normal(g: &mut Generator, shape: &[usize], mean: f64, std: f64, dtype: DType, device: Device) -> Result<Tensor> {
     float_out(dtype, "normal")?;
     if std < 0.0 {
         bail!(Runtime, "normal expects std >= 0.0, but found std {std}");
     }
-    let n = crate::layout::checked_numel(shape, 8)?;
-    let s = g.stream(2 * n);
-    let t = from_index_fn::<f64>(n, |i| {
-        let u1 = 1.0 - unit(s(2 * i));
-        let u2 = unit(s(2 * i + 1));
-        mean + std * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    })?;
-    Ok(cast_vec(t, shape, dtype))
+    draw(g, Distribution::Normal { mean, std }, shape, dtype, device)
 }
 
 /// Integers uniform on [low, high).
-pub fn randint(g: &mut Generator, shape: &[usize], low: i64, high: i64, dtype: DType) -> Result<Tensor> {
+pub fn randint(g: &mut Generator, shape: &[usize], low: i64, high: i64, dtype: DType, device: Device) -> Result<Tensor> {
     if high <= low {
         bail!(Runtime, "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}");
     }
-    let n = crate::layout::checked_numel(shape, 8)?;
-    let range = (high as i128 - low as i128) as u128;
-    let s = g.stream(n);
-    let t = from_index_fn::<i64>(n, |i| (low as i128 + (s(i) as u128 % range) as i128) as i64)?;
-    Ok(cast_vec(t, shape, dtype))
+    draw(g, Distribution::Integers { low, high }, shape, dtype, device)
 }
 
 pub fn randperm(g: &mut Generator, n: usize, dtype: DType) -> Result<Tensor> {

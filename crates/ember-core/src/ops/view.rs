@@ -304,7 +304,7 @@ impl Tensor {
         crate::layout::checked_numel(shape, 1)?;
         let l = Layout::new(shape.to_vec(), strides.to_vec(), offset);
         let (lo, hi) = l.span()?;
-        let available = self.storage().cpu().bytes() / self.dtype().size();
+        let available = self.storage().bytes() / self.dtype().size();
         if lo < 0 || hi as usize > available {
             bail!(Runtime, "setStorage: sizes {shape:?}, strides {strides:?}, storage offset {offset} require a storage of {hi} elements but it holds {available}");
         }

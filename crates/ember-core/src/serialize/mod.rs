@@ -14,7 +14,7 @@ use crate::tensor::Tensor;
 /// It shares the memory but not the version counter, so it is the fresh root of the tensors that
 /// [`on_storage`] builds on it.
 pub fn reinterpret_storage(t: &Tensor, dtype: DType) -> Tensor {
-    let elements = t.storage().cpu().bytes() / dtype.size();
+    let elements = t.storage().bytes() / dtype.size();
     Tensor::from_parts(t.storage().clone(), Layout::contiguous(&[elements]), dtype)
 }
 
@@ -26,7 +26,7 @@ pub fn on_storage(storage: &Tensor, shape: &[usize], strides: &[isize], offset: 
     if shape.len() != strides.len() {
         bail!(Runtime, "mismatch in length of strides and shape: {} vs {}", strides.len(), shape.len());
     }
-    let available = storage.storage().cpu().bytes() / storage.dtype().size();
+    let available = storage.storage().bytes() / storage.dtype().size();
     let needed = required_elements(shape, strides, offset).ok_or_else(|| {
         crate::error::Error::new(
             crate::error::ErrorKind::Runtime,

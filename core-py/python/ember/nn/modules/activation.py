@@ -200,7 +200,7 @@ class PReLU(Module):
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(ember.empty(num_parameters, dtype=dtype))
         self.reset_parameters()

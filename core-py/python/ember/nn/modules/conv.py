@@ -27,7 +27,7 @@ class _ConvNd(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed, output_padding,
                  groups, bias, padding_mode, device=None, dtype=None):
         super().__init__()
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         n = self._dims
         self._check(in_channels, out_channels, groups, padding, stride, padding_mode, n)
         self.in_channels, self.out_channels = in_channels, out_channels

@@ -16,7 +16,7 @@ def _empty(*shape, dtype=None):
 
 
 def _check_device(device):
-    ember._device.check_cpu(device)
+    ember._device.check(device)
 
 
 class Identity(Module):

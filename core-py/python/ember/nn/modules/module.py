@@ -422,13 +422,14 @@ class Module:
         parameters and buffers are cast; integer ones (counters, indices) are left alone.
         `memory_format=` relays out every 4-d and 5-d parameter and buffer, as PyTorch does."""
         device, dtype, memory_format = _parse_to(*args, **kwargs)
-        ember._device.check_cpu(device)
+        device = ember._device.check(device)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
-        if dtype is None and memory_format is None:
+        if dtype is None and memory_format is None and device is None:
             return self
 
         def convert(t):
+            t = ember._device.move(t, device)
             if dtype is not None and t.is_floating_point() and t.dtype != dtype:
                 t = t._to_dtype(dtype)
             return t.to(memory_format=memory_format) if memory_format is not None and t.ndim in (4, 5) else t
@@ -454,11 +455,12 @@ class Module:
         return self._apply(lambda t: t._to_dtype(dst_type) if t.dtype != dst_type else t)
 
     def cpu(self):
-        return self
+        """Moves every parameter and buffer to the CPU."""
+        return self.to("cpu")
 
     def cuda(self, device=None):
-        ember._device.check_cpu("cuda" if device is None else device if not isinstance(device, int) else f"cuda:{device}")
-        return self
+        """Moves every parameter and buffer to a CUDA device (the current one, or `device`)."""
+        return self.to(ember.device("cuda", device) if isinstance(device, int) else ember.device("cuda" if device is None else device))
 
     # ---- state dict ----
 
@@ -763,7 +765,7 @@ def _parse_to(*args, **kwargs):
         if isinstance(a, _C.dtype):
             dtype = a
         elif isinstance(a, _C.Tensor):
-            dtype = a.dtype
+            dtype, device = a.dtype, a.device
         elif isinstance(a, (str, ember.device, int)) and not isinstance(a, bool):
             device = f"cuda:{a}" if isinstance(a, int) else a
         elif isinstance(a, bool):

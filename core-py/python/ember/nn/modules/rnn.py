@@ -74,7 +74,7 @@ class RNNBase(Module):
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         self._check(mode, hidden_size, num_layers, dropout, proj_size)
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
@@ -342,7 +342,7 @@ class _CellBase(Module):
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__()
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         self.weight_ih = Parameter(ember.empty(self._gates * hidden_size, input_size, dtype=dtype))
         self.weight_hh = Parameter(ember.empty(self._gates * hidden_size, hidden_size, dtype=dtype))

@@ -32,7 +32,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)
         self.max_norm, self.norm_type = max_norm, norm_type
@@ -90,7 +90,7 @@ class EmbeddingBag(Module):
                  mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None,
                  device=None, dtype=None):
         super().__init__()
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
         self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)

@@ -31,7 +31,7 @@ def _clones(module, n):
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """Float mask with -inf above the diagonal: position i may attend to 0..i."""
-    ember._device.check_cpu(device)
+    ember._device.check(device)
     upper = ember.ones(sz, sz, dtype=ember.bool).triu(1)
     return ember.zeros(sz, sz, dtype=dtype or ember.float32).masked_fill(upper, float("-inf"))
 
@@ -153,7 +153,7 @@ class Transformer(Module):
                  dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        ember._device.check_cpu(device)
+        ember._device.check(device)
         layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias)
         if custom_encoder is not None:
             self.encoder = custom_encoder

@@ -69,7 +69,7 @@ pub(crate) fn keep(mask: &Tensor, g: &Tensor) -> Result<Tensor> {
     }
     let shape = crate::layout::broadcast_shapes(mask.shape(), g.shape())?;
     let (m, v) = (mask.to_dtype(crate::DType::Bool).broadcast_to(&shape)?, g.broadcast_to(&shape)?);
-    let out = Tensor::uninit_like(&shape, g.dtype(), Some(g))?;
+    let out = Tensor::uninit_like(&shape, g.dtype(), g.device(), Some(g))?;
     crate::with_any_dtype!(g.dtype(), T, {
         let zero = <T as crate::Element>::from_f64(0.0);
         super::map::binary_into::<T, bool, T>(&v, &m, &out, move |x, k| if k { x } else { zero })
@@ -83,5 +83,5 @@ pub(crate) fn pick(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn zeros_like(t: &Tensor) -> Result<Tensor> {
-    Tensor::zeros(t.shape(), t.dtype())
+    Tensor::zeros_on(t.shape(), t.dtype(), t.device())
 }

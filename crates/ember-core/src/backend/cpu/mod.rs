@@ -1,0 +1,122 @@
+//! The CPU backend: host memory (`storage::CpuStorage`) and the kernels that read it through
+//! raw pointers, vectorised at runtime for the CPU at hand.
+pub mod binary;
+pub mod matmul;
+pub mod reduce;
+pub mod unary;
+
+use super::Backend;
+use crate::bail;
+use crate::device::Device;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::ops::binary::{BinaryOp, Operand, Scalar};
+use crate::ops::map::{for_each_indexed, ternary_into, unary_into, Ptr};
+use crate::ops::random::Distribution;
+use crate::ops::reduce::ReduceOp;
+use crate::ops::unary::UnaryOp;
+use crate::parallel::{for_range, GRAIN};
+use crate::storage::{CpuStorage, Storage};
+use crate::tensor::{cast, Tensor};
+use crate::{with_complex, with_dtype};
+
+pub struct Cpu;
+
+impl Backend for Cpu {
+    fn name(&self) -> &'static str {
+        "CPU"
+    }
+
+    fn alloc(&self, _: Device, bytes: usize, zeroed: bool) -> Result<Storage> {
+        Ok(Storage::Cpu(if zeroed { CpuStorage::zeroed(bytes)? } else { CpuStorage::uninit(bytes)? }))
+    }
+
+    fn upload(&self, host: &Tensor, dst: &Tensor) -> Result<()> {
+        self.copy(host, dst)
+    }
+
+    fn download(&self, src: &Tensor, host: &Tensor) -> Result<()> {
+        self.copy(src, host)
+    }
+
+    fn copy(&self, src: &Tensor, dst: &Tensor) -> Result<()> {
+        if crate::ops::half::map::convert_into(src, dst) {
+            return Ok(());
+        }
+        match (src.dtype().is_complex(), dst.dtype().is_complex()) {
+            (false, false) => with_dtype!(dst.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, dst, cast::<I, O>))),
+            (true, true) => with_complex!(dst.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, dst, cast::<I, O>))),
+            (false, true) => with_complex!(dst.dtype(), O, with_dtype!(src.dtype(), I, unary_into::<I, O>(src, dst, cast::<I, O>))),
+            (true, false) => with_dtype!(dst.dtype(), O, with_complex!(src.dtype(), I, unary_into::<I, O>(src, dst, cast::<I, O>))),
+        }
+        Ok(())
+    }
+
+    fn fill(&self, dst: &Tensor, value: Scalar) -> Result<()> {
+        let v = value.to_tensor(dst.dtype()).broadcast_to(dst.shape())?;
+        crate::with_any_dtype!(dst.dtype(), T, unary_into::<T, T>(&v, dst, |x| x));
+        Ok(())
+    }
+
+    fn unary(&self, op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
+        unary::run(op, x, out);
+        Ok(())
+    }
+
+    fn binary(&self, op: BinaryOp, a: Operand, b: Operand, compute: DType, out: &Tensor) -> Result<()> {
+        // A Python number is a 0-d tensor broadcast with stride 0, which the drivers' scalar
+        // fast paths read once.
+        let operand = |o: Operand| match o {
+            Operand::Tensor(t) => Ok(t.clone()),
+            Operand::Scalar(s) => s.to_tensor(compute).broadcast_to(out.shape()),
+        };
+        let (x, y) = (operand(a)?, operand(b)?);
+        if matches!(op, BinaryOp::FloorDiv | BinaryOp::TruncDiv | BinaryOp::Remainder | BinaryOp::Fmod) && !compute.is_float() && has_zero(&y) {
+            bail!(Runtime, "ZeroDivisionError: integer division or modulo by zero");
+        }
+        binary::run(op, &x, &y, out);
+        Ok(())
+    }
+
+    fn where_(&self, cond: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+        if out.dtype().is_complex() {
+            with_complex!(out.dtype(), T, ternary_into::<bool, T, T, T>(cond, a, b, out, |c, x, y| if c { x } else { y }));
+        } else {
+            with_dtype!(out.dtype(), T, ternary_into::<bool, T, T, T>(cond, a, b, out, |c, x, y| if c { x } else { y }));
+        }
+        Ok(())
+    }
+
+    fn reduce(&self, op: ReduceOp, x: &Tensor, mask: &[bool], out: &Tensor) -> Result<()> {
+        reduce::reduce(op, x, mask, out);
+        Ok(())
+    }
+
+    fn arg_reduce(&self, x: &Tensor, dim: usize, max: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
+        reduce::arg_reduce(x, dim, max, values, indices)
+    }
+
+    fn bmm(&self, a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) -> Result<()> {
+        matmul::bmm(a, b, out, accumulate)
+    }
+
+    fn random(&self, dist: Distribution, key: u64, base: u64, out: &Tensor) -> Result<()> {
+        // Float64 and int64 outputs alike are written as the sample's 64 bits.
+        let p = Ptr(out.byte_ptr() as *mut u64);
+        for_range(out.numel(), GRAIN, |s, e| {
+            for i in s..e {
+                unsafe { *p.at(i as isize) = dist.sample(key, base, i) };
+            }
+        });
+        Ok(())
+    }
+}
+
+/// Whether an integer divisor holds a zero.
+fn has_zero(y: &Tensor) -> bool {
+    with_dtype!(y.dtype(), T, {
+        let mut found = false;
+        for_each_indexed::<T>(y, |_, v| found |= !v.is_nonzero());
+        found
+    })
+}
