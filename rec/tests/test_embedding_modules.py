@@ -64,7 +64,7 @@ def test_ebc_state_dict_keys_and_init_range():
     assert list(ebc.state_dict()) == ["embedding_bags.t1.weight", "embedding_bags.t2.weight", "embedding_bags.t3.weight"]
     weight = ebc.embedding_bags["t2"].weight.detach().numpy()
     assert weight.shape == (7, 5) and np.abs(weight).max() <= np.sqrt(1 / 7)
-    assert ebc.embedding_bag_configs() == TABLES and not ebc.is_weighted()
+    assert ebc.embedding_bag_configs == TABLES and not ebc.is_weighted
 
 
 @pytest.mark.parametrize("keys", [["f1", "f2", "f3"], ["f3", "f2", "f1"]])
@@ -131,7 +131,7 @@ def test_embedding_collection_matches_numpy_and_trains():
     tables = [EmbeddingConfig(num_embeddings=6, embedding_dim=3, name="u", feature_names=["a"]),
               EmbeddingConfig(num_embeddings=8, embedding_dim=3, name="v", feature_names=["b", "c"])]
     ec = EmbeddingCollection(tables, need_indices=True)
-    assert list(ec.state_dict()) == ["embeddings.u.weight", "embeddings.v.weight"] and ec.embedding_dim() == 3
+    assert list(ec.state_dict()) == ["embeddings.u.weight", "embeddings.v.weight"] and ec.embedding_dim == 3
     kjt, rows = random_kjt(rng, ["c", "a", "b"], {"a": 6, "b": 8, "c": 8})
     out = ec(kjt)
     assert list(out) == ["a", "b", "c"]

@@ -4,7 +4,9 @@
 A forward call does one gather that puts the input features in table order (skipped when they
 already are), then one embedding-bag (or embedding) call per table over all of that table's
 features at once. Gradients reach the tables (and per-sample weights) through Ember's autograd.
-A feature read by several tables gets the output key "feature@table" (TorchRec's rule)."""
+A feature read by several tables gets the output key "feature@table" (TorchRec's rule).
+`embedding_bag_configs`, `is_weighted` and the like are properties, as in TorchRec 0.2 (later
+TorchRec versions made them methods)."""
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
@@ -128,9 +130,11 @@ class EmbeddingBagCollection(nn.Module):
                           .reshape(batch, table.num_features() * table.embedding_dim))
         return KeyedTensor(self._embedding_names, self._lengths_per_embedding, ember.cat(pooled, 1))
 
+    @property
     def is_weighted(self):
         return self._is_weighted
 
+    @property
     def embedding_bag_configs(self):
         return self._embedding_bag_configs
 
@@ -178,15 +182,19 @@ class EmbeddingCollection(nn.Module):
                                                   feature_lengths)
         return out
 
+    @property
     def need_indices(self):
         return self._need_indices
 
+    @property
     def embedding_dim(self):
         return self._embedding_dim
 
+    @property
     def embedding_configs(self):
         return self._embedding_configs
 
+    @property
     def embedding_names_by_table(self):
         return self._embedding_names_by_table
 
