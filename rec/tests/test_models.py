@@ -55,7 +55,7 @@ def test_cross_nets_match_numpy(x):
     net = LowRankCrossNet(6, 2, low_rank=3)
     p, xl = params(net), x0
     for i in range(2):
-        xl = x0 * (p[f"W_kernels.{i}"] @ (p[f"V_kernels.{i}"] @ xl) + p[f"bias.{i}"]) + xl
+        xl = x0 * (p[f"W_kernels.{i}"] @ (p[f"V_kernels.{i}"] @ xl) + p[f"bias.{i}"][:, None]) + xl
     np.testing.assert_allclose(net(ember.from_numpy(x)).detach().numpy(), xl[:, :, 0], rtol=1e-5, atol=1e-5)
 
     net = VectorCrossNet(6, 3)

@@ -1,10 +1,12 @@
 """TorchRec's cross networks (DCN): `CrossNet`, `LowRankCrossNet`, `VectorCrossNet`,
 `LowRankMixtureCrossNet`, with TorchRec's parameter shapes and names (`kernels.<layer>`,
-`W_kernels.<layer>`, `U_kernels.<layer>`, `bias.<layer>` of shape (in_features, 1), `gates.<k>`).
-Inputs are (batch, in_features); outputs the same shape. The experts of the mixture run as one
+`W_kernels.<layer>`, `U_kernels.<layer>`, `bias.<layer>` of shape (in_features, 1) but
+LowRankCrossNet's (in_features,), `gates.<k>`), so that checkpoints load both ways; checked
+against TorchRec 1.9 by tests/test_torchrec_parity.py. Inputs are (batch, in_features); outputs the same shape. The experts of the mixture run as one
 batched matrix product rather than a loop."""
 import ember
 import ember.nn as nn
+import ember.nn.functional as F
 
 __all__ = ["CrossNet", "LowRankCrossNet", "VectorCrossNet", "LowRankMixtureCrossNet"]
 
@@ -58,13 +60,14 @@ class LowRankCrossNet(nn.Module):
         self._in_features, self._num_layers, self._low_rank = in_features, num_layers, low_rank
         self.W_kernels = nn.ParameterList([_xavier(in_features, low_rank) for _ in range(num_layers)])
         self.V_kernels = nn.ParameterList([_xavier(low_rank, in_features) for _ in range(num_layers)])
-        self.bias = _biases(num_layers, in_features)
+        # (in_features,) as current TorchRec's (its other cross nets keep (in_features, 1))
+        self.bias = nn.ParameterList([nn.Parameter(ember.zeros(in_features)) for _ in range(num_layers)])
 
     def forward(self, input):
-        x_0 = x_l = _check_input(input, self._in_features)
+        x_0 = x_l = _check_input(input, self._in_features).squeeze(2)
         for w, v, bias in zip(self.W_kernels, self.V_kernels, self.bias):
-            x_l = x_0 * (ember.matmul(w, ember.matmul(v, x_l)) + bias) + x_l
-        return x_l.squeeze(2)
+            x_l = x_0 * (F.linear(F.linear(x_l, v), w) + bias) + x_l
+        return x_l
 
 
 class VectorCrossNet(nn.Module):
