@@ -2,8 +2,9 @@
 `LowRankMixtureCrossNet`, with TorchRec's parameter shapes and names (`kernels.<layer>`,
 `W_kernels.<layer>`, `U_kernels.<layer>`, `bias.<layer>` of shape (in_features, 1) but
 LowRankCrossNet's (in_features,), `gates.<k>`), so that checkpoints load both ways; checked
-against TorchRec 1.9 by tests/test_torchrec_parity.py. Inputs are (batch, in_features); outputs the same shape. The experts of the mixture run as one
-batched matrix product rather than a loop."""
+against TorchRec 1.9 by tests/test_torchrec_parity.py. Inputs are (batch, in_features);
+outputs the same shape. The experts of the mixture run as one batched matrix product rather
+than a loop."""
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
