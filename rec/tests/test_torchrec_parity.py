@@ -11,6 +11,12 @@ import numpy as np
 import pytest
 
 import ember
+from emberrec.metrics.auc import AUCMetric
+from emberrec.metrics.calibration import CalibrationMetric
+from emberrec.metrics.ctr import CTRMetric
+from emberrec.metrics.metrics_config import DefaultTaskInfo
+from emberrec.metrics.mse import MSEMetric
+from emberrec.metrics.ne import NEMetric
 from emberrec.models.dlrm import DLRM
 from emberrec.modules.crossnet import CrossNet, LowRankCrossNet, LowRankMixtureCrossNet, VectorCrossNet
 from emberrec.modules.deepfm import FactorizationMachine
@@ -90,6 +96,10 @@ def build_cases():
     data["dlrm.lengths"] = rng.integers(0, 3, 3 * BATCH)
     data["dlrm.values"] = ids(rng, data["dlrm.lengths"], [20, 20, 10])
     data["dlrm.dense"] = rng.standard_normal((BATCH, 7)).astype(np.float32)
+    data["metrics.predictions"] = rng.random((5, 8))
+    data["metrics.labels"] = (rng.random((5, 8)) > 0.6).astype(np.float64)
+    data["metrics.weights"] = rng.random((5, 8)) + 0.5
+    data["metrics.window_size"] = np.array(20)
     return data, ours
 
 
@@ -161,3 +171,18 @@ def test_factorization_machine_and_dlrm(cases):
     close(FactorizationMachine()([e(data["fm.a"]), e(data["fm.b"])]), ref["fm.out"])
     kjt = KeyedJaggedTensor(KEYS, e(data["dlrm.values"]), lengths=e(data["dlrm.lengths"]))
     close(ours["dlrm"](e(data["dlrm.dense"]), kjt), ref["dlrm.logits"])
+
+
+def test_metrics_values_and_keys(cases):
+    data, _, ref = cases
+    got = {}
+    for metric_class in (NEMetric, CTRMetric, CalibrationMetric, MSEMetric, AUCMetric):
+        metric = metric_class(world_size=1, my_rank=0, batch_size=8, tasks=[DefaultTaskInfo],
+                              window_size=int(data["metrics.window_size"]))
+        for p, l, w in zip(data["metrics.predictions"], data["metrics.labels"], data["metrics.weights"]):
+            metric.update(predictions=e(p), labels=e(l), weights=e(w))
+        got.update({f"metrics.{key}": value for key, value in metric.compute().items()})
+    want = {key: value for key, value in ref.items() if key.startswith("metrics.")}
+    assert set(got) <= set(want), set(got) - set(want)
+    for key in got:
+        np.testing.assert_allclose(got[key].numpy(), want[key], rtol=1e-6, err_msg=key)

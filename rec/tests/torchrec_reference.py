@@ -5,6 +5,12 @@ import sys
 
 import numpy as np
 import torch
+from torchrec.metrics.auc import AUCMetric
+from torchrec.metrics.calibration import CalibrationMetric
+from torchrec.metrics.ctr import CTRMetric
+from torchrec.metrics.metrics_config import DefaultTaskInfo
+from torchrec.metrics.mse import MSEMetric
+from torchrec.metrics.ne import NEMetric
 from torchrec.models.dlrm import DLRM
 from torchrec.modules.crossnet import CrossNet, LowRankCrossNet, LowRankMixtureCrossNet, VectorCrossNet
 from torchrec.modules.deepfm import FactorizationMachine
@@ -96,10 +102,21 @@ def dlrm_case(data, out):
     out["dlrm.logits"] = model(t(data["dlrm.dense"]), kjt).detach().numpy()
 
 
+def metrics_case(data, out):
+    predictions, labels, weights = data["metrics.predictions"], data["metrics.labels"], data["metrics.weights"]
+    for metric_class in (NEMetric, CTRMetric, CalibrationMetric, MSEMetric, AUCMetric):
+        metric = metric_class(world_size=1, my_rank=0, batch_size=predictions.shape[1], tasks=[DefaultTaskInfo],
+                              window_size=int(data["metrics.window_size"]))
+        for p, l, w in zip(predictions, labels, weights):
+            metric.update(predictions={"DefaultTask": t(p)}, labels={"DefaultTask": t(l)}, weights={"DefaultTask": t(w)})
+        for key, value in metric.compute().items():
+            out[f"metrics.{key}"] = value.double().numpy()
+
+
 def main(inputs, outputs):
     data = dict(np.load(inputs))
     out = {}
-    for case in (kjt_case, ebc_case, ec_case, dense_case, dlrm_case):
+    for case in (kjt_case, ebc_case, ec_case, dense_case, dlrm_case, metrics_case):
         case(data, out)
     np.savez(outputs, **out)
 
