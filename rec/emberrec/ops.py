@@ -60,14 +60,17 @@ def offsets_to_lengths(offsets):
     return offsets[1:] - offsets[:-1]
 
 
-def _dense_positions(offsets, max_length):
-    """(index into values, mask) of a (B, max_length) padded layout: position j of sample b reads
-    values[offsets[b] + j] where j < its length; elsewhere the mask is False and the index 0."""
-    lengths = offsets_to_lengths(offsets).long()
-    positions = ember.arange(max_length)
-    mask = positions.unsqueeze(0) < lengths.unsqueeze(1)
-    index = offsets[:-1].long().unsqueeze(1) + positions.unsqueeze(0)
-    return ember.where(mask, index, ember.zeros((), dtype=ember.int64)), mask
+def segment_ids(offsets, total):
+    """For each of the `total` values, the index of the segment (sample) it belongs to: a 1 added
+    at each segment's start, then a running sum (cheaper than repeat_interleave of the lengths)."""
+    starts = offsets[1:-1].long()  # segment 0 starts at 0; a start at `total` (empty tail) is dropped below
+    marks = ember.zeros(total + 1, dtype=ember.int64).index_add(0, starts, ember.ones_like(starts))
+    return ember.cumsum(marks[:total], 0)
+
+
+def take(tensor, index):
+    """tensor[index] along dim 0 (a gather for 1-D tensors, which Ember runs faster)."""
+    return tensor.gather(0, index) if tensor.dim() == 1 else tensor.index_select(0, index)
 
 
 def jagged_to_padded_dense(values, offsets, max_lengths, padding_value=0.0):
@@ -76,14 +79,19 @@ def jagged_to_padded_dense(values, offsets, max_lengths, padding_value=0.0):
     `max_lengths` are lists with one entry per jagged dimension (only one is supported)."""
     check_tensor(values, "values")
     offsets, max_length = _single_jagged_dim(offsets, max_lengths)
-    batch = offsets.numel() - 1
+    batch, total = offsets.numel() - 1, values.shape[0]
     inner = tuple(values.shape[1:])
-    if values.shape[0] == 0 or max_length == 0:
-        return ember.full((batch, max_length) + inner, padding_value, dtype=values.dtype)
-    index, mask = _dense_positions(offsets, max_length)
-    gathered = values.index_select(0, index.flatten()).view((batch, max_length) + inner)
-    mask = mask.view((batch, max_length) + (1,) * len(inner))
-    return ember.where(mask, gathered, ember.full((), padding_value, dtype=values.dtype))
+    out = ember.full((batch * max_length,) + inner, padding_value, dtype=values.dtype)
+    if total and max_length:
+        # each value's slot in the padded layout: row * max_length + position in its row
+        rows = segment_ids(offsets, total)
+        columns = ember.arange(total) - take(offsets.long(), rows)
+        slots = rows * max_length + columns
+        if int(offsets_to_lengths(offsets).max()) > max_length:  # some rows are cut
+            kept = columns < max_length
+            slots, values = slots[kept], values[kept]
+        out = out.index_put((slots,), values)
+    return out.view((batch, max_length) + inner)
 
 
 def _single_jagged_dim(offsets, max_lengths):
@@ -137,10 +145,10 @@ def dense_to_jagged(dense, offsets, total_L=None):
     if lengths.numel() and int(lengths.max()) > width:
         raise ValueError(f"a sample is {int(lengths.max())} long, longer than the dense width {width}")
     total = int(offsets_0[-1]) if total_L is None else total_L
-    rows = ember.repeat_interleave(ember.arange(batch), lengths, output_size=total)
-    columns = ember.arange(total) - offsets_0.long().index_select(0, rows)
+    rows = segment_ids(offsets_0, total)
+    columns = ember.arange(total) - take(offsets_0.long(), rows)
     flat = dense.reshape((batch * width,) + tuple(dense.shape[2:]))
-    return flat.index_select(0, rows * width + columns), list(offsets)
+    return take(flat, rows * width + columns), list(offsets)
 
 
 def segment_sum(lengths, rows):
@@ -164,8 +172,8 @@ def permute_2D_sparse_data(permute, lengths, values, weights=None, permuted_leng
     starts = lengths_to_offsets(per_key)[:-1]
     gather = _segment_gather_index(starts.index_select(0, permute), per_key.index_select(0, permute),
                                    permuted_lengths_sum)
-    permuted_weights = None if weights is None else weights.index_select(0, gather)
-    return lengths.index_select(0, permute), values.index_select(0, gather), permuted_weights
+    permuted_weights = None if weights is None else take(weights, gather)
+    return lengths.index_select(0, permute), take(values, gather), permuted_weights
 
 
 def permute_1D_sparse_data(permute, lengths, values, weights=None, permuted_lengths_sum=None):
@@ -177,9 +185,15 @@ def permute_1D_sparse_data(permute, lengths, values, weights=None, permuted_leng
 
 
 def _segment_gather_index(starts, sizes, total=None):
-    """Indices reading segment i (values[starts[i]:starts[i] + sizes[i]]) for each i in turn."""
+    """Indices reading segment i (values[starts[i]:starts[i] + sizes[i]]) for each i in turn, as
+    a running sum of steps: 1 from one index to the next, plus, where an output segment starts,
+    the jump to its input start (cheaper than arange plus repeat_interleave of shifts)."""
     if total is None:
         total = int(sizes.sum())
+    if total == 0:
+        return ember.zeros(0, dtype=ember.int64)
     out_starts = lengths_to_offsets(sizes)[:-1]
-    shift = ember.repeat_interleave(starts - out_starts, sizes, output_size=total)
-    return ember.arange(total) + shift
+    shift = starts - out_starts  # index - position, constant within a segment
+    jumps = shift - ember.cat([ember.ones(1, dtype=shift.dtype), shift[:-1]])  # the first step lands on shift[0]
+    steps = ember.ones(total + 1, dtype=ember.int64).index_add(0, out_starts, jumps)
+    return ember.cumsum(steps[:total], 0)

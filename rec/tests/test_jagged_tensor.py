@@ -313,3 +313,21 @@ def test_permute_2d_sparse_data_and_dense_to_jagged_round_trip():
         ops.jagged_to_padded_dense(values, [offsets, offsets], [1, 1])
     with pytest.raises(IndexError):
         ops.permute_2D_sparse_data(ember.tensor([2]), lengths, values)
+
+
+def test_permute_and_padding_on_random_layouts_with_empty_keys_and_samples():
+    """Random key counts, batch sizes and lengths (whole keys and batches empty at either end)."""
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        n_keys, batch = int(rng.integers(1, 6)), int(rng.integers(1, 5))
+        lengths = rng.integers(0, 4, n_keys * batch) * (rng.random(n_keys * batch) > 0.4)
+        lengths[:batch] *= rng.integers(0, 2)  # sometimes the first key is empty
+        values = rng.integers(0, 100, lengths.sum())
+        kjt = make_kjt(lengths, values, keys=[f"k{i}" for i in range(n_keys)])
+        indices = rng.integers(0, n_keys, int(rng.integers(0, 2 * n_keys))).tolist()
+        rows = rows_of(lengths, values, n_keys, batch)
+        assert kjt_rows(kjt.permute(indices)) == [rows[i] for i in indices]
+        width = int(rng.integers(0, 4))
+        for key, key_rows in zip(kjt.keys(), rows):
+            padded = kjt[key].to_padded_dense(width, padding_value=-1).tolist()
+            assert padded == [(r + [-1] * width)[:width] for r in key_rows]
