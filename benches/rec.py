@@ -7,11 +7,11 @@
   EmbeddingBagCollection vs TorchRec's; "plain PyTorch" is one nn.EmbeddingBag per table called
   in a loop, which is what TorchRec's (unsharded) EBC runs.
 - jagged_to_padded_dense: float32 values (total, 128) of PAD_BATCH samples of 0 to PAD_MAX ids,
-  to (PAD_BATCH, PAD_MAX, 128): emberrec.ops vs torch.ops.fbgemm; "plain PyTorch" the same gather
-  composed of torch ops (an index per padded slot, then where).
+  to (PAD_BATCH, PAD_MAX, 128): emberrec.ops vs torch.ops.fbgemm; "plain PyTorch" runs emberrec's
+  algorithm in torch ops (each value's slot from a running sum of segment starts, one index_put).
 - KJT permute on 26 features (the EBC batch; keys reversed): KeyedJaggedTensor.permute in
-  emberrec vs TorchRec (fbgemm's permute_2D_sparse_data); "plain PyTorch" gathers the values
-  with torch ops (repeat_interleave of per-key shifts).
+  emberrec vs TorchRec (fbgemm's permute_2D_sparse_data); "plain PyTorch" runs emberrec's
+  algorithm in torch ops (the gather index as a running sum of steps, one gather).
 
 Each library runs in its own process (the PyTorch ones in EMBER_BENCH_TORCH_PYTHON, default this
 interpreter), all with every core's threads; the inputs and table weights come from the same
@@ -186,27 +186,33 @@ def plain_torch_worker():
     values, offsets = jagged_input()
     values, offsets = torch.from_numpy(values), torch.from_numpy(offsets)
 
+    def segment_ids(bounds, total):  # emberrec.ops' algorithm, in torch ops
+        starts = bounds[1:-1]
+        return torch.zeros(total + 1, dtype=torch.int64).index_add(0, starts, torch.ones_like(starts))[:total].cumsum(0)
+
     def padded():
-        lengths = offsets[1:] - offsets[:-1]
-        positions = torch.arange(PAD_MAX)
-        mask = positions[None, :] < lengths[:, None]
-        index = torch.where(mask, offsets[:-1, None] + positions[None, :], 0)
-        gathered = values.index_select(0, index.flatten()).view(PAD_BATCH, PAD_MAX, PAD_DIM)
-        return torch.where(mask[:, :, None], gathered, 0.0)
+        total = values.shape[0]
+        rows = segment_ids(offsets, total)
+        slots = rows * PAD_MAX + torch.arange(total) - offsets[rows]
+        kept = slots - rows * PAD_MAX < PAD_MAX
+        out = torch.zeros(PAD_BATCH * PAD_MAX, PAD_DIM).index_put((slots[kept],), values[kept])
+        return out.view(PAD_BATCH, PAD_MAX, PAD_DIM)
 
     checks["padded_sum"] = float(padded().sum())
     lengths, ids = batches[0]
     keys = len(rows)
     order = torch.arange(keys - 1, -1, -1)
 
-    def permute():
+    def permute():  # emberrec.ops' algorithm, in torch ops
         per_key = lengths.view(keys, BATCH).sum(1)
-        starts = torch.cat([per_key.new_zeros(1), per_key.cumsum(0)[:-1]])
+        starts = torch.cat([per_key.new_zeros(1), per_key.cumsum(0)[:-1]])[order]
         sizes = per_key[order]
         out_starts = torch.cat([sizes.new_zeros(1), sizes.cumsum(0)[:-1]])
         total = int(sizes.sum())
-        gather = torch.arange(total) + torch.repeat_interleave(starts[order] - out_starts, sizes, output_size=total)
-        return lengths.view(keys, BATCH)[order].flatten(), ids[gather]
+        shift = starts - out_starts
+        jumps = shift - torch.cat([shift.new_ones(1), shift[:-1]])
+        gather = torch.ones(total + 1, dtype=torch.int64).index_add(0, out_starts, jumps)[:total].cumsum(0)
+        return lengths.view(keys, BATCH)[order].flatten(), ids.gather(0, gather)
 
     checks["permute_checksum"] = int(permute()[1][: BATCH * IDS_PER_FEATURE].sum())
     return {
