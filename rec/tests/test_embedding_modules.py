@@ -119,6 +119,8 @@ def test_ebc_rejects_bad_input():
         EmbeddingBagCollection([TABLES[1]], is_weighted=True)
     with pytest.raises(ValueError, match="name of its own"):
         EmbeddingBagCollection([TABLES[0], TABLES[0]])
+    with pytest.raises(ValueError, match=r"\['items'\] cannot be keys"):
+        EmbeddingBagCollection([EmbeddingBagConfig(num_embeddings=2, embedding_dim=2, name="items", feature_names=["a"])])
     with pytest.raises(ValueError, match="EmbeddingCollection"):
         EmbeddingBagCollection([EmbeddingBagConfig(num_embeddings=2, embedding_dim=2, name="x", feature_names=["a"],
                                                    pooling=PoolingType.NONE)])

@@ -36,6 +36,10 @@ def _check_tables(tables, config_type):
     names = [t.name for t in tables]
     if len(set(names)) != len(names) or "" in names:
         raise ValueError(f"every table needs a name of its own, got {names}")
+    taken = [name for name in names if hasattr(nn.ModuleDict, name) or "." in name]
+    if taken:
+        # the tables live in an nn.ModuleDict, as in TorchRec, whose keys cannot shadow its methods
+        raise ValueError(f"table names {taken} cannot be keys of an nn.ModuleDict (a method's name, or a '.')")
     for table in tables:
         if not table.feature_names:
             raise ValueError(f"table {table.name!r} has no feature_names")
