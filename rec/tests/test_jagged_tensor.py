@@ -134,7 +134,8 @@ def test_layout_stride_and_per_key_lengths_match_numpy():
     rng = np.random.default_rng(1)
     lengths, values, _ = random_kjt_parts(rng, 5, 6)
     kjt = make_kjt(lengths, values, keys=list("abcde"))
-    assert kjt.stride() == 6
+    assert kjt.stride() == 6 and kjt.stride_per_key() == [6] * 5 and not kjt.variable_stride_per_key()
+    assert kjt.index_per_key() == {k: i for i, k in enumerate("abcde")}
     want = lengths.reshape(5, 6).sum(1)
     assert kjt.length_per_key() == want.tolist()
     assert kjt.offset_per_key() == [0, *np.cumsum(want).tolist()]
@@ -267,6 +268,10 @@ def test_keyed_tensor_lookup_and_regroup_match_numpy():
     np.testing.assert_array_equal(groups[0].numpy(), np.concatenate([c, a], 1))
     np.testing.assert_array_equal(groups[1].numpy(), b)
     np.testing.assert_array_equal(groups[2].numpy(), np.concatenate([a, b, c], 1))
+    as_dict = KeyedTensor.regroup_as_dict([kt1, kt2], [["c"], ["a"]], ["first", "second"])
+    np.testing.assert_array_equal(as_dict["second"].numpy(), a)
+    with pytest.raises(ValueError, match="as long"):
+        KeyedTensor.regroup_as_dict([kt1], [["a"]], [])
 
 
 def test_keyed_tensor_regroup_carries_gradients_and_key_dim_0():

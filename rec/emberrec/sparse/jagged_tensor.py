@@ -432,6 +432,17 @@ class KeyedJaggedTensor:
             self._index_per_key = {key: i for i, key in enumerate(self._keys)}
         return self._index_per_key
 
+    def index_per_key(self):
+        """{key: its index among the keys}."""
+        return self._key_indices()
+
+    def stride_per_key(self):
+        """The batch size of each key: all `stride()` (variable batch sizes are not supported)."""
+        return [self._stride] * len(self._keys)
+
+    def variable_stride_per_key(self):
+        return False
+
     # -- operations --
 
     def __getitem__(self, key):
@@ -612,6 +623,13 @@ class KeyedTensor:
             else keyed_tensors[0].values()
         index = ember.tensor([c for span in columns for c in span], dtype=ember.int64)
         return list(ember.split(values.index_select(key_dim, index), splits, key_dim))
+
+    @staticmethod
+    def regroup_as_dict(keyed_tensors, groups, keys):
+        """regroup(keyed_tensors, groups) as {keys[i]: group i's tensor}."""
+        if len(groups) != len(keys):
+            raise ValueError(f"groups and keys must be as long, got {len(groups)} groups and {len(keys)} keys")
+        return dict(zip(keys, KeyedTensor.regroup(keyed_tensors, groups)))
 
     def to(self, device, non_blocking=False):
         _check_device(device)
