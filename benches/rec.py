@@ -75,6 +75,18 @@ def best_seconds(run, repeats=REPEATS):
     return best
 
 
+def versions(*distributions):
+    from importlib import metadata
+
+    found = []
+    for name in distributions:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return ", ".join(found)
+
+
 def peak_rss_mb():
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -115,7 +127,7 @@ def ember_worker():
         "ebc_epoch": best_seconds(epoch),
         "padded": best_seconds(lambda: ops.jagged_to_padded_dense(values, [offsets], [PAD_MAX], 0.0)),
         "permute": best_seconds(lambda: [kjts[0].permute(order) for _ in range(PERMUTE_REPEATS)]) / PERMUTE_REPEATS,
-        "checks": checks, "peak_mb": peak_rss_mb(),
+        "checks": checks, "peak_mb": peak_rss_mb(), "versions": f"ember {ember.__version__}",
     }
 
 
@@ -158,6 +170,7 @@ def torchrec_worker():
         "padded": best_seconds(lambda: padded(values, [offsets], [PAD_MAX], 0.0)),
         "permute": best_seconds(lambda: [kjts[0].permute(order) for _ in range(PERMUTE_REPEATS)]) / PERMUTE_REPEATS,
         "checks": checks, "peak_mb": peak_rss_mb(),
+        "versions": versions("torch", "torchrec", "fbgemm-gpu-nightly-cpu", "fbgemm-gpu-cpu", "fbgemm-gpu"),
     }
 
 
@@ -219,7 +232,7 @@ def plain_torch_worker():
         "ebc_epoch": best_seconds(epoch),
         "padded": best_seconds(padded),
         "permute": best_seconds(lambda: [permute() for _ in range(PERMUTE_REPEATS)]) / PERMUTE_REPEATS,
-        "checks": checks, "peak_mb": peak_rss_mb(),
+        "checks": checks, "peak_mb": peak_rss_mb(), "versions": versions("torch"),
     }
 
 
@@ -261,7 +274,9 @@ def main():
     ember, torchrec, torch = results["ember"], results["torchrec"], results["torch"]
     if "error" in ember:
         raise RuntimeError(f"the emberrec worker failed: {ember['error']}")
-    print(f"{cpu_model()}, {THREADS} threads in every library; best of {REPEATS} runs after a warm-up.\n")
+    print(f"{cpu_model()} ({os.cpu_count()} cores, shared), {THREADS} threads in every library; best of {REPEATS} "
+          f"runs after a warm-up. emberrec on {ember['versions']}; TorchRec column: "
+          f"{torchrec.get('versions', 'n/a')}; plain PyTorch column: {torch.get('versions', 'n/a')}.\n")
     print("| workload | emberrec | TorchRec + FBGEMM | plain PyTorch ops | TorchRec time / emberrec time "
           "| PyTorch time / emberrec time |")
     print("|---|---|---|---|---|---|")
