@@ -4,12 +4,14 @@ jagged_tensor`, `emberrec.modules.embedding_modules`, `emberrec.models.dlrm`, ..
 by renaming the package (or unchanged under `python -m ember.compat`). See README.md for what
 is not here yet."""
 from emberrec.modules.embedding_configs import DataType, EmbeddingBagConfig, EmbeddingConfig, PoolingType
-from emberrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
+from emberrec.modules.embedding_modules import (
+    EmbeddingBagCollection, EmbeddingBagCollectionInterface, EmbeddingCollection, EmbeddingCollectionInterface)
 from emberrec.sparse.jagged_tensor import JaggedTensor, KeyedJaggedTensor, KeyedTensor
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DataType", "EmbeddingBagConfig", "EmbeddingConfig", "PoolingType", "EmbeddingBagCollection",
-    "EmbeddingCollection", "JaggedTensor", "KeyedJaggedTensor", "KeyedTensor",
+    "EmbeddingBagCollectionInterface", "EmbeddingCollection", "EmbeddingCollectionInterface", "JaggedTensor",
+    "KeyedJaggedTensor", "KeyedTensor",
 ]

@@ -5,7 +5,8 @@ import pytest
 import ember
 from emberrec.modules.embedding_configs import (
     DataType, EmbeddingBagConfig, EmbeddingConfig, PoolingType, data_type_to_dtype, pooling_type_to_str)
-from emberrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
+from emberrec.modules.embedding_modules import (
+    EmbeddingBagCollection, EmbeddingBagCollectionInterface, EmbeddingCollection)
 from emberrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 BATCH = 5
@@ -148,3 +149,17 @@ def test_embedding_collection_matches_numpy_and_trains():
     np.testing.assert_array_equal(ec.embeddings["v"].weight.grad.numpy()[:, 0], np.bincount(ids, minlength=8))
     with pytest.raises(ValueError, match="same embedding_dim"):
         EmbeddingCollection([tables[0], EmbeddingConfig(num_embeddings=2, embedding_dim=4, name="w", feature_names=["d"])])
+
+
+@pytest.mark.parametrize("data_type, dtype", [(DataType.FP16, ember.float16), (DataType.BF16, ember.bfloat16)])
+def test_half_precision_tables_pool_in_their_dtype(data_type, dtype):
+    config = EmbeddingBagConfig(name="t", embedding_dim=5, num_embeddings=10, feature_names=["f"], data_type=data_type)
+    ebc = EmbeddingBagCollection([config])
+    assert isinstance(ebc, EmbeddingBagCollectionInterface)
+    kjt = KeyedJaggedTensor(["f"], ember.tensor([1, 2, 3]), lengths=ember.tensor([2, 1]))
+    out = ebc(kjt).values()
+    weight = ebc.embedding_bags["t"].weight.detach().float().numpy()
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out.float().detach().numpy(), [weight[1] + weight[2], weight[3]], rtol=1e-2, atol=1e-2)
+    out.float().sum().backward()
+    assert ebc.embedding_bags["t"].weight.grad.dtype == dtype

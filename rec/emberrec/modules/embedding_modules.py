@@ -7,6 +7,8 @@ features at once. Gradients reach the tables (and per-sample weights) through Em
 A feature read by several tables gets the output key "feature@table" (TorchRec's rule).
 `embedding_bag_configs`, `is_weighted` and the like are properties, as in TorchRec 0.2 (later
 TorchRec versions made them methods)."""
+import abc
+
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
@@ -16,7 +18,8 @@ from emberrec.modules.embedding_configs import (
 from emberrec.ops import lengths_to_offsets
 from emberrec.sparse.jagged_tensor import JaggedTensor, KeyedJaggedTensor, KeyedTensor
 
-__all__ = ["EmbeddingBagCollection", "EmbeddingCollection", "get_embedding_names_by_table"]
+__all__ = ["EmbeddingBagCollectionInterface", "EmbeddingCollectionInterface", "EmbeddingBagCollection",
+           "EmbeddingCollection", "get_embedding_names_by_table"]
 
 
 def get_embedding_names_by_table(tables):
@@ -92,7 +95,43 @@ class _FeatureRouter:
                    table_lengths, lengths_to_offsets(table_lengths))
 
 
-class EmbeddingBagCollection(nn.Module):
+class EmbeddingBagCollectionInterface(nn.Module, abc.ABC):
+    """What every pooled embedding collection offers (TorchRec's interface, for isinstance checks)."""
+
+    @abc.abstractmethod
+    def forward(self, features):
+        ...
+
+    @property
+    @abc.abstractmethod
+    def embedding_bag_configs(self):
+        ...
+
+    @property
+    @abc.abstractmethod
+    def is_weighted(self):
+        ...
+
+
+class EmbeddingCollectionInterface(nn.Module, abc.ABC):
+    """What every unpooled embedding collection offers."""
+
+    @abc.abstractmethod
+    def forward(self, features):
+        ...
+
+    @property
+    @abc.abstractmethod
+    def embedding_configs(self):
+        ...
+
+    @property
+    @abc.abstractmethod
+    def embedding_dim(self):
+        ...
+
+
+class EmbeddingBagCollection(EmbeddingBagCollectionInterface):
     """Pooled embeddings of a KeyedJaggedTensor's features: `forward(features)` returns a
     KeyedTensor of (batch, sum of embedding dims), one key per (table, feature). With
     `is_weighted=True` each id's row is scaled by the KJT's weight for it (SUM pooling only, as
@@ -147,7 +186,7 @@ class EmbeddingBagCollection(nn.Module):
             _init_weight(self.embedding_bags[table.name].weight, table)
 
 
-class EmbeddingCollection(nn.Module):
+class EmbeddingCollection(EmbeddingCollectionInterface):
     """Unpooled embeddings: `forward(features)` returns {feature: JaggedTensor} whose values are
     the (n, embedding_dim) rows of the ids, with the feature's lengths. Every table must have the
     same embedding_dim (TorchRec's rule). With `need_indices=True` each JaggedTensor's weights
