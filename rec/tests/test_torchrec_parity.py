@@ -17,12 +17,13 @@ from emberrec.metrics.ctr import CTRMetric
 from emberrec.metrics.metrics_config import DefaultTaskInfo
 from emberrec.metrics.mse import MSEMetric
 from emberrec.metrics.ne import NEMetric
-from emberrec.models.dlrm import DLRM
+from emberrec.datasets.utils import Batch
+from emberrec.models.dlrm import DLRM, DLRMTrain
 from emberrec.modules.crossnet import CrossNet, LowRankCrossNet, LowRankMixtureCrossNet, VectorCrossNet
 from emberrec.modules.deepfm import FactorizationMachine
 from emberrec.modules.embedding_configs import EmbeddingBagConfig, EmbeddingConfig, PoolingType
 from emberrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
-from emberrec.sparse.jagged_tensor import KeyedJaggedTensor
+from emberrec.sparse.jagged_tensor import JaggedTensor, KeyedJaggedTensor, KeyedTensor
 
 HERE = pathlib.Path(__file__).resolve().parent
 KEYS = ["f1", "f2", "f3"]
@@ -96,6 +97,10 @@ def build_cases():
     data["dlrm.lengths"] = rng.integers(0, 3, 3 * BATCH)
     data["dlrm.values"] = ids(rng, data["dlrm.lengths"], [20, 20, 10])
     data["dlrm.dense"] = rng.standard_normal((BATCH, 7)).astype(np.float32)
+    data["dlrm.labels"] = (rng.random(BATCH) > 0.5).astype(np.float32)
+    data["kt.a"], data["kt.b"], data["kt.c"] = (rng.standard_normal((3, d)).astype(np.float32) for d in (2, 4, 1))
+    data["jt.dense"] = rng.standard_normal((4, 5)).astype(np.float32)
+    data["jt.lengths"] = np.array([0, 5, 2, 3])
     data["metrics.predictions"] = rng.random((5, 8))
     data["metrics.labels"] = (rng.random((5, 8)) > 0.6).astype(np.float64)
     data["metrics.weights"] = rng.random((5, 8)) + 0.5
@@ -166,11 +171,30 @@ def test_cross_networks(cases, name):
     close(ours[name](e(data["dense.x"])), ref[f"{name}.out"])
 
 
-def test_factorization_machine_and_dlrm(cases):
+def test_factorization_machine_and_dlrm_logits_loss_and_gradients(cases):
     data, ours, ref = cases
     close(FactorizationMachine()([e(data["fm.a"]), e(data["fm.b"])]), ref["fm.out"])
     kjt = KeyedJaggedTensor(KEYS, e(data["dlrm.values"]), lengths=e(data["dlrm.lengths"]))
     close(ours["dlrm"](e(data["dlrm.dense"]), kjt), ref["dlrm.logits"])
+    loss, _ = DLRMTrain(ours["dlrm"])(Batch(e(data["dlrm.dense"]), kjt, e(data["dlrm.labels"])))
+    loss.backward()
+    close(loss, ref["dlrm.loss"])
+    for name, param in ours["dlrm"].named_parameters():
+        close(param.grad, ref[f"dlrm.grad.{name}"])
+
+
+def test_keyed_tensor_regroup_dense_lengths_and_concat(cases):
+    data, _, ref = cases
+    kt1 = KeyedTensor.from_tensor_list(["a", "b"], [e(data["kt.a"]), e(data["kt.b"])])
+    kt2 = KeyedTensor(["c"], [data["kt.c"].shape[1]], e(data["kt.c"]))
+    for i, group in enumerate(KeyedTensor.regroup([kt1, kt2], [["c", "a"], ["b", "a", "c"]])):
+        close(group, ref[f"kt.group{i}"])
+    close(JaggedTensor.from_dense_lengths(e(data["jt.dense"]), e(data["jt.lengths"])).values(), ref["jt.values"])
+    kjt = KeyedJaggedTensor(KEYS, e(data["kjt.values"]), weights=e(data["kjt.weights"]), lengths=e(data["kjt.lengths"]))
+    joined = KeyedJaggedTensor.concat([kjt.split([2, 1])[1], kjt.split([2, 1])[0]])
+    close(joined.values(), ref["kjt.concat_values"])
+    close(joined.lengths(), ref["kjt.concat_lengths"])
+    assert joined.keys() == ref["kjt.concat_keys"].tolist()
 
 
 def test_metrics_values_and_keys(cases):

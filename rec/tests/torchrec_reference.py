@@ -11,12 +11,13 @@ from torchrec.metrics.ctr import CTRMetric
 from torchrec.metrics.metrics_config import DefaultTaskInfo
 from torchrec.metrics.mse import MSEMetric
 from torchrec.metrics.ne import NEMetric
-from torchrec.models.dlrm import DLRM
+from torchrec.datasets.utils import Batch
+from torchrec.models.dlrm import DLRM, DLRMTrain
 from torchrec.modules.crossnet import CrossNet, LowRankCrossNet, LowRankMixtureCrossNet, VectorCrossNet
 from torchrec.modules.deepfm import FactorizationMachine
 from torchrec.modules.embedding_configs import EmbeddingBagConfig, EmbeddingConfig, PoolingType
 from torchrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
-from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+from torchrec.sparse.jagged_tensor import JaggedTensor, KeyedJaggedTensor, KeyedTensor
 
 KEYS = ["f1", "f2", "f3"]
 
@@ -100,6 +101,25 @@ def dlrm_case(data, out):
     load(model, data, "dlrm.state.")
     kjt = KeyedJaggedTensor(KEYS, t(data["dlrm.values"]), lengths=t(data["dlrm.lengths"]))
     out["dlrm.logits"] = model(t(data["dlrm.dense"]), kjt).detach().numpy()
+    loss, _ = DLRMTrain(model)(Batch(t(data["dlrm.dense"]), kjt, t(data["dlrm.labels"])))
+    loss.backward()
+    out["dlrm.loss"] = loss.detach().numpy()
+    for name, param in model.named_parameters():
+        out[f"dlrm.grad.{name}"] = param.grad.numpy()
+
+
+def keyed_case(data, out):
+    kt1 = KeyedTensor.from_tensor_list(["a", "b"], [t(data["kt.a"]), t(data["kt.b"])])
+    kt2 = KeyedTensor(["c"], [data["kt.c"].shape[1]], t(data["kt.c"]))
+    for i, group in enumerate(KeyedTensor.regroup([kt1, kt2], [["c", "a"], ["b", "a", "c"]])):
+        out[f"kt.group{i}"] = group.numpy()
+    jt = JaggedTensor.from_dense_lengths(t(data["jt.dense"]), t(data["jt.lengths"]))
+    out["jt.values"] = jt.values().numpy()
+    kjt = KeyedJaggedTensor(KEYS, t(data["kjt.values"]), weights=t(data["kjt.weights"]), lengths=t(data["kjt.lengths"]))
+    joined = KeyedJaggedTensor.concat([kjt.split([2, 1])[1], kjt.split([2, 1])[0]])
+    out["kjt.concat_values"] = joined.values().numpy()
+    out["kjt.concat_lengths"] = joined.lengths().numpy()
+    out["kjt.concat_keys"] = np.array(joined.keys())
 
 
 def metrics_case(data, out):
@@ -116,7 +136,7 @@ def metrics_case(data, out):
 def main(inputs, outputs):
     data = dict(np.load(inputs))
     out = {}
-    for case in (kjt_case, ebc_case, ec_case, dense_case, dlrm_case, metrics_case):
+    for case in (kjt_case, keyed_case, ebc_case, ec_case, dense_case, dlrm_case, metrics_case):
         case(data, out)
     np.savez(outputs, **out)
 
