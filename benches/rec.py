@@ -16,7 +16,7 @@
 Each library runs in its own process (the PyTorch ones in EMBER_BENCH_TORCH_PYTHON, default this
 interpreter), all with every core's threads; the inputs and table weights come from the same
 seeded NumPy generators, and the outputs' checksums are compared. Times are the best of REPEATS;
-peak memory is each process's peak RSS (the tables, 470 MB, and their gradients included).
+peak memory is each process's peak RSS (the tables, 464 MB, and their gradients included).
 Without torchrec/fbgemm_gpu (or torch) in that interpreter their columns say so."""
 import json
 import os
