@@ -245,6 +245,9 @@ def test_keyed_jagged_tensor_method_errors():
         kjt.permute("ab")
     with pytest.raises(ValueError, match="add up to 1"):
         kjt.split([1])
+    with pytest.raises(ValueError, match="non-negative"):
+        kjt.split([3, -1])
+    assert kjt.permute([np.int64(1), np.int64(0)]).keys() == ["b", "a"]  # NumPy integers are ints too
     with pytest.raises(ValueError, match="different strides"):
         KeyedJaggedTensor.concat([kjt, KeyedJaggedTensor(["c"], ember.arange(2), lengths=ember.tensor([1, 1]))])
     weighted = KeyedJaggedTensor(["c", "d"], ember.arange(3), weights=ember.ones(3), lengths=ember.tensor([1, 2]))

@@ -7,6 +7,9 @@ the values), once: tensors that methods derive from a valid one are not checked 
 operation on the data is one or a few vectorised Ember ops (see `emberrec.ops`); no Python loop
 runs per key or per sample over values.
 """
+import itertools
+import numbers
+
 import ember
 
 from emberrec import ops
@@ -238,11 +241,17 @@ def _stride_of(keys, stride, lengths):
     return stride
 
 
-def _cumsum_list(numbers):
-    out = [0]
-    for n in numbers:
-        out.append(out[-1] + n)
-    return out
+def _int_list(items, name):
+    """`items` as a list of Python ints (NumPy integers welcome), or TypeError."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)) or \
+            any(isinstance(i, bool) or not isinstance(i, numbers.Integral) for i in items):
+        raise TypeError(f"{name} must be a list of ints, got {items!r}")
+    return [int(i) for i in items]
+
+
+def _cumsum_list(counts):
+    """[0, c0, c0 + c1, ...] of a short Python list (per-key counts)."""
+    return list(itertools.accumulate(counts, initial=0))
 
 
 class KeyedJaggedTensor:
@@ -471,8 +480,9 @@ class KeyedJaggedTensor:
 
     def split(self, segments):
         """KJTs of len(segments[i]) consecutive keys each (segments must add up to the keys)."""
-        if not isinstance(segments, (list, tuple)) or not all(isinstance(s, int) and s >= 0 for s in segments):
-            raise ValueError(f"segments must be a list of non-negative ints, got {segments!r}")
+        segments = _int_list(segments, "segments")
+        if any(s < 0 for s in segments):
+            raise ValueError(f"segments must be non-negative, got {segments}")
         if sum(segments) != len(self._keys):
             raise ValueError(f"segments {list(segments)} add up to {sum(segments)}, but there are {len(self._keys)} keys")
         bounds = _cumsum_list(segments)
@@ -489,8 +499,7 @@ class KeyedJaggedTensor:
     def permute(self, indices, indices_tensor=None):
         """A KJT whose key i is this one's key indices[i]: keys may be reordered, repeated or left
         out. `indices_tensor`, optional, is `indices` as a tensor (saves making it)."""
-        if not isinstance(indices, (list, tuple)) or not all(isinstance(i, int) for i in indices):
-            raise TypeError(f"indices must be a list of ints, got {indices!r}")
+        indices = _int_list(indices, "indices")
         n_keys = len(self._keys)
         if any(i < 0 or i >= n_keys for i in indices):
             raise IndexError(f"indices must lie in [0, {n_keys}), got {list(indices)}")
