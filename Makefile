@@ -60,6 +60,7 @@ $(STAMPS)/wheel-deps: requirements-wheels.txt | $(PY)
 bench: build
 	$(PIP) install -r requirements-bench.txt
 	$(PIP) install --no-deps pyctcdecode==0.5.0
+	$(PIP) install --no-deps torchrec==1.9.2 fbgemm-gpu-nightly-cpu==2026.10.16
 	$(PY) benches/run.py
 
 # Long fuzzing campaign (issue 28): FUZZ_CASES generated cases of the differential suite across

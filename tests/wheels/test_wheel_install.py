@@ -26,8 +26,9 @@ SMOKE = {
     "embervision": "import ember, embervision.transforms as T; assert T.Resize(4)(ember.rand(3, 8, 8)).shape == (3, 4, 4)",
     "emberaudio": "import ember, emberaudio.functional as F; assert F.amplitude_to_DB(ember.ones(4), 10.0, 1e-10, 0.0).tolist() == [0.0] * 4",
     "embertext": "import embertext.transforms as T; assert T.ToTensor(padding_value=0)([[1, 2], [3]]).tolist() == [[1, 2], [3, 0]]",
-    # emberrec and emberarrow have no API yet (see their READMEs): they install and import.
-    "emberrec": "import ember, emberrec; assert emberrec.__version__ == ember.__version__",
+    "emberrec": "import ember, emberrec; kjt = emberrec.KeyedJaggedTensor(['f'], ember.tensor([1, 2]), lengths=ember.tensor([2, 0])); "
+                "assert kjt['f'].to_padded_dense().tolist() == [[1, 2], [0, 0]]",
+    # emberarrow has no API yet (see its README): it installs and imports.
     "emberarrow": "import ember, emberarrow; assert emberarrow.__version__ == ember.__version__",
     "emberdata": "import ember, emberdata; assert [b.tolist() for b in emberdata.DataLoader(ember.arange(4), batch_size=2)] == [[0, 1], [2, 3]]",
 }

@@ -1,0 +1,1 @@
+"""TorchRec's dataset helpers (`Batch`)."""

@@ -1,0 +1,1 @@
+"""TorchRec's modules: embedding collections and their configs, MLP, cross networks, DeepFM."""
