@@ -1,0 +1,197 @@
+"""embervision against TorchVision on PyTorch, on the CPU with the same thread count: classifier
+inference (float32 NCHW, channels-last, bfloat16 autocast), a ResNet-18 training step,
+decode_jpeg of a 1080p JPEG, and a training-style transforms pipeline.
+
+Each library runs in its own process, one after the other, so neither competes with the other's
+thread pool: Ember in this interpreter, PyTorch in the one named by EMBER_BENCH_TORCH_PYTHON
+(default: this one); without torch and torchvision its column says so. Both run the same code
+below, since embervision's API is TorchVision's: only the modules passed in differ. Models carry
+their random initial weights (speed does not depend on the values); the JPEG is made here."""
+import io as _io
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+from run import cpu_model  # benches/run.py, beside this script
+
+THREADS = os.cpu_count() or 1
+TORCH_PYTHON = os.environ.get("EMBER_BENCH_TORCH_PYTHON", sys.executable)
+MODELS = ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "vit_b_16", "swin_t")
+MODES = ("float32", "channels-last", "bf16 autocast")
+# Batch 8 of every case would take most of an hour on 2 cores; bfloat16 without native CPU
+# support is several times slower than float32 in both libraries, so its batch 8 runs only on
+# the small convolutional networks.
+BATCH8_BF16 = ("resnet50", "mobilenet_v3_large", "efficientnet_b0")
+TRAIN_BATCH = 8
+PIPELINE_IMAGES = 32
+
+
+def best_seconds(fn, repeats, min_time=0.0):
+    """The best of `repeats` timed calls (more while under `min_time` seconds), after one warm-up."""
+    fn()
+    times, start = [], time.perf_counter()
+    while len(times) < repeats or time.perf_counter() - start < min_time:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def inference_cases():
+    for name in MODELS:
+        for mode in MODES:
+            for batch in (1, 8):
+                if batch == 8 and mode == "bf16 autocast" and name not in BATCH8_BF16:
+                    continue
+                yield name, mode, batch
+
+
+def inference(lib, models, name, mode, batch):
+    lib.manual_seed(0)
+    model = models.get_model(name).eval()
+    x = lib.randn(batch, 3, 224, 224)
+    if mode == "channels-last":
+        model = model.to(memory_format=lib.channels_last)
+        x = x.contiguous(memory_format=lib.channels_last)
+
+    def forward():
+        with lib.no_grad(), lib.autocast("cpu", dtype=lib.bfloat16, enabled=mode == "bf16 autocast"):
+            return model(x)
+
+    return best_seconds(forward, repeats=3 if batch == 1 else 2)
+
+
+def training_step(lib, models):
+    """zero_grad, forward, cross-entropy, backward and an SGD + momentum step of ResNet-18."""
+    lib.manual_seed(0)
+    model = models.resnet18().train()
+    x, y = lib.randn(TRAIN_BATCH, 3, 224, 224), lib.randint(0, 1000, (TRAIN_BATCH,))
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = lib.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    return best_seconds(step, repeats=3)
+
+
+def jpeg_1080p():
+    """A 1920x1080 photo-like JPEG (smooth gradients, edges and grain; quality 90, 4:2:0)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:1080, 0:1920].astype(np.float32)
+    base = np.stack([xx / 1920 * 255, yy / 1080 * 255, (np.sin(xx / 60) * np.cos(yy / 45) + 1) * 127], axis=-1)
+    base[300:700, 600:1300] = (40, 160, 90)
+    pixels = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
+    out = _io.BytesIO()
+    Image.fromarray(pixels).save(out, format="JPEG", quality=90)
+    return out.getvalue()
+
+
+def decode(lib, vision_io, data):
+    encoded = lib.from_numpy(np.frombuffer(data, dtype=np.uint8).copy())
+    return 1 / best_seconds(lambda: vision_io.decode_jpeg(encoded), repeats=5, min_time=1.0)
+
+
+def pipeline(lib, transforms, on_pil):
+    """Images/s through RandomResizedCrop(224) + RandomHorizontalFlip + float + Normalize of
+    640x480 images: uint8 tensors, or PIL images (with ToTensor in place of the dtype step)."""
+    from PIL import Image
+
+    lib.manual_seed(0)
+    rng = np.random.default_rng(0)
+    arrays = [rng.integers(0, 256, (480, 640, 3), dtype=np.uint8) for _ in range(PIPELINE_IMAGES)]
+    to_float = transforms.ToTensor() if on_pil else transforms.ConvertImageDtype(lib.float32)
+    steps = transforms.Compose([
+        transforms.RandomResizedCrop(224, antialias=True),
+        transforms.RandomHorizontalFlip(),
+        to_float,
+        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+    ])
+    images = [Image.fromarray(a) for a in arrays] if on_pil else [lib.from_numpy(a).permute(2, 0, 1).contiguous() for a in arrays]
+
+    def run():
+        for image in images:
+            steps(image)
+
+    return PIPELINE_IMAGES / best_seconds(run, repeats=3)
+
+
+def measure(library):
+    """Every case's figure for one library: seconds for inference and training, images/s else."""
+    if library == "ember":
+        import ember as lib
+        import embervision.io as vision_io
+        import embervision.models as models
+        import embervision.transforms as transforms
+    else:
+        import torch as lib
+        import torchvision.io as vision_io
+        import torchvision.models as models
+        import torchvision.transforms as transforms
+    lib.set_num_threads(THREADS)
+    result = {}
+    for name, mode, batch in inference_cases():
+        result[f"{name}|{mode}|{batch}"] = inference(lib, models, name, mode, batch)
+        print(f"{library}: {name} {mode} batch {batch}", file=sys.stderr, flush=True)
+    result["train"] = training_step(lib, models)
+    result["decode"] = decode(lib, vision_io, jpeg_1080p())
+    result["pipeline tensor"] = pipeline(lib, transforms, on_pil=False)
+    result["pipeline pil"] = pipeline(lib, transforms, on_pil=True)
+    return result
+
+
+def run_worker(python, library):
+    probe = subprocess.run([python, "-c", f"import {'embervision' if library == 'ember' else 'torchvision'}"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return None
+    done = subprocess.run([python, os.path.abspath(__file__), "--worker", library],
+                          stdout=subprocess.PIPE, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cells(ember_value, torch_value, higher_is_better, fmt):
+    if torch_value is None:
+        return f"{fmt(ember_value)} | torch missing | "
+    ratio = ember_value / torch_value if higher_is_better else torch_value / ember_value
+    return f"{fmt(ember_value)} | {fmt(torch_value)} | {ratio:.2f}x"
+
+
+def main():
+    ember_result = run_worker(sys.executable, "ember")
+    torch_result = run_worker(TORCH_PYTHON, "torch")
+    theirs = (lambda key: torch_result[key]) if torch_result else (lambda key: None)
+    ms = lambda s: f"{s * 1e3:.1f}"
+    print(f"{cpu_model()}, {THREADS} threads in both libraries, each in its own process. Speed ratios are "
+          "PyTorch's time divided by Ember's (images/s: Ember's over PyTorch's): above 1x, Ember is faster. "
+          "Times are the best of 3 runs (2 at batch 8) after a warm-up; random initial weights, eval mode, no_grad.\n")
+    print("### Inference, 224x224 (ms per batch)\n")
+    print("| model | mode | batch | Ember | PyTorch | speed ratio |\n|---|---|---|---|---|---|")
+    for name, mode, batch in inference_cases():
+        key = f"{name}|{mode}|{batch}"
+        print(f"| {name} | {mode} | {batch} | {cells(ember_result[key], theirs(key), False, ms)} |")
+    print(f"\n### ResNet-18 training step (batch {TRAIN_BATCH}, 224x224, SGD + momentum; ms)\n")
+    print("| workload | Ember | PyTorch | speed ratio |\n|---|---|---|---|")
+    print(f"| zero_grad, forward, cross-entropy, backward, step | {cells(ember_result['train'], theirs('train'), False, ms)} |")
+    print("\n### Images per second\n")
+    print("| workload | Ember | PyTorch | speed ratio |\n|---|---|---|---|")
+    per_s = lambda v: f"{v:.0f}"
+    rows = (("decode", "io.decode_jpeg, 1920x1080 JPEG (quality 90, 4:2:0)"),
+            ("pipeline tensor", "RandomResizedCrop(224) + flip + ConvertImageDtype + Normalize, 640x480 uint8 tensor"),
+            ("pipeline pil", "RandomResizedCrop(224) + flip + ToTensor + Normalize, 640x480 PIL image"))
+    for key, label in rows:
+        print(f"| {label} | {cells(ember_result[key], theirs(key), True, per_s)} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        print(json.dumps(measure(sys.argv[2])))
+    else:
+        main()
