@@ -164,3 +164,17 @@ def test_old_checkpoint_key_names():
     _load_state_dict(fresh, _W(), False)
     assert ember.equal(fresh.features.denseblock1.denselayer1.norm1.weight,
                        dn.features.denseblock1.denselayer1.norm1.weight)
+
+
+def test_readme_model_table_is_generated_from_meta():
+    """vision/README.md's weights table is what scripts/gen_model_table.py makes from the meta now."""
+    import importlib.util
+    import os
+
+    script = os.path.join(os.path.dirname(__file__), "..", "scripts", "gen_model_table.py")
+    spec = importlib.util.spec_from_file_location("gen_model_table", script)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    readme = open(gen.README).read()
+    assert f"{gen.START}\n{gen.table()}\n{gen.END}" in readme, "run vision/scripts/gen_model_table.py"
+    assert "`ResNet50_Weights.IMAGENET1K_V2` | 80.858 | 95.434 | 25.6M | 4.09 | 97.8 |" in readme
