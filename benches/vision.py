@@ -2,9 +2,10 @@
 inference (float32 NCHW, channels-last, bfloat16 autocast), a ResNet-18 training step,
 decode_jpeg of a 1080p JPEG, and a training-style transforms pipeline.
 
-Each library runs in its own process, one after the other, so neither competes with the other's
-thread pool: Ember in this interpreter, PyTorch in the one named by EMBER_BENCH_TORCH_PYTHON
-(default: this one); without torch and torchvision its column says so. Both run the same code
+Each library runs in its own process, Ember in this interpreter, PyTorch in the one named by
+EMBER_BENCH_TORCH_PYTHON (default: this one; without torch and torchvision its column says so).
+The two take turns, one model or workload at a time, so neither competes with the other's
+thread pool and a change in the load of the (shared) machine falls on both alike. Both run the same code
 below, since embervision's API is TorchVision's: only the modules passed in differ. Models carry
 their random initial weights (speed does not depend on the values); the JPEG is made here."""
 import io as _io
@@ -20,48 +21,53 @@ from run import cpu_model  # benches/run.py, beside this script
 THREADS = os.cpu_count() or 1
 TORCH_PYTHON = os.environ.get("EMBER_BENCH_TORCH_PYTHON", sys.executable)
 MODELS = ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "vit_b_16", "swin_t")
-MODES = ("float32", "channels-last", "bf16 autocast")
-# Batch 8 of every case would take most of an hour on 2 cores; bfloat16 without native CPU
-# support is several times slower than float32 in both libraries, so its batch 8 runs only on
-# the small convolutional networks.
-BATCH8_BF16 = ("resnet50", "mobilenet_v3_large", "efficientnet_b0")
+# channels-last last: `.to(memory_format=...)` converts the model in place.
+MODES = ("float32", "bf16 autocast", "channels-last")
+# Batch 8 of every case would take a quarter of an hour on 2 shared cores: the transformers run it in
+# float32 only, and bfloat16 (without native CPU support, several times slower than float32 in
+# both libraries) runs it on the convolutional networks only.
+BATCH8 = {"vit_b_16": ("float32",), "swin_t": ("float32",)}
 TRAIN_BATCH = 8
 PIPELINE_IMAGES = 32
+RUNS, BUDGET_S = 3, 2.0
 
 
-def best_seconds(fn, repeats, min_time=0.0):
-    """The best of `repeats` timed calls (more while under `min_time` seconds), after one warm-up."""
+def best_seconds(fn, runs=RUNS, budget_s=BUDGET_S):
+    """The best of up to `runs` timed calls after a warm-up, fewer once `budget_s` is spent
+    (a slow case gets one), so that the whole benchmark stays within minutes."""
     fn()
     times, start = [], time.perf_counter()
-    while len(times) < repeats or time.perf_counter() - start < min_time:
+    while not times or (len(times) < runs and time.perf_counter() - start < budget_s):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
 
 
-def inference_cases():
-    for name in MODELS:
-        for mode in MODES:
-            for batch in (1, 8):
-                if batch == 8 and mode == "bf16 autocast" and name not in BATCH8_BF16:
-                    continue
-                yield name, mode, batch
+def inference_cases(name):
+    for mode in MODES:
+        for batch in (1, 8):
+            if batch == 1 or mode in BATCH8.get(name, MODES):
+                yield mode, batch
 
 
-def inference(lib, models, name, mode, batch):
+def inference(lib, models, name):
+    """{"name|mode|batch": seconds per forward} for one model, in eval mode under no_grad."""
     lib.manual_seed(0)
     model = models.get_model(name).eval()
-    x = lib.randn(batch, 3, 224, 224)
-    if mode == "channels-last":
-        model = model.to(memory_format=lib.channels_last)
-        x = x.contiguous(memory_format=lib.channels_last)
+    result = {}
+    for mode, batch in inference_cases(name):
+        x = lib.randn(batch, 3, 224, 224)
+        if mode == "channels-last":
+            model = model.to(memory_format=lib.channels_last)
+            x = x.contiguous(memory_format=lib.channels_last)
 
-    def forward():
-        with lib.no_grad(), lib.autocast("cpu", dtype=lib.bfloat16, enabled=mode == "bf16 autocast"):
-            return model(x)
+        def forward():
+            with lib.no_grad(), lib.autocast("cpu", dtype=lib.bfloat16, enabled=mode == "bf16 autocast"):
+                return model(x)
 
-    return best_seconds(forward, repeats=3 if batch == 1 else 2)
+        result[f"{name}|{mode}|{batch}"] = best_seconds(forward)
+    return result
 
 
 def training_step(lib, models):
@@ -77,7 +83,7 @@ def training_step(lib, models):
         loss_fn(model(x), y).backward()
         opt.step()
 
-    return best_seconds(step, repeats=3)
+    return best_seconds(step)
 
 
 def jpeg_1080p():
@@ -96,7 +102,7 @@ def jpeg_1080p():
 
 def decode(lib, vision_io, data):
     encoded = lib.from_numpy(np.frombuffer(data, dtype=np.uint8).copy())
-    return 1 / best_seconds(lambda: vision_io.decode_jpeg(encoded), repeats=5, min_time=1.0)
+    return 1 / best_seconds(lambda: vision_io.decode_jpeg(encoded), runs=20, budget_s=1.0)
 
 
 def pipeline(lib, transforms, on_pil):
@@ -120,11 +126,10 @@ def pipeline(lib, transforms, on_pil):
         for image in images:
             steps(image)
 
-    return PIPELINE_IMAGES / best_seconds(run, repeats=3)
+    return PIPELINE_IMAGES / best_seconds(run)
 
 
-def measure(library):
-    """Every case's figure for one library: seconds for inference and training, images/s else."""
+def libraries(library):
     if library == "ember":
         import ember as lib
         import embervision.io as vision_io
@@ -136,25 +141,74 @@ def measure(library):
         import torchvision.models as models
         import torchvision.transforms as transforms
     lib.set_num_threads(THREADS)
-    result = {}
-    for name, mode, batch in inference_cases():
-        result[f"{name}|{mode}|{batch}"] = inference(lib, models, name, mode, batch)
-        print(f"{library}: {name} {mode} batch {batch}", file=sys.stderr, flush=True)
-    result["train"] = training_step(lib, models)
-    result["decode"] = decode(lib, vision_io, jpeg_1080p())
-    result["pipeline tensor"] = pipeline(lib, transforms, on_pil=False)
-    result["pipeline pil"] = pipeline(lib, transforms, on_pil=True)
-    return result
+    return lib, models, vision_io, transforms
 
 
-def run_worker(python, library):
+def measure(group, lib, models, vision_io, transforms):
+    """One group's figures: seconds for inference and training, images/s for the rest."""
+    if group in MODELS:
+        return inference(lib, models, group)
+    if group == "train":
+        return {"train": training_step(lib, models)}
+    if group == "decode":
+        return {"decode": decode(lib, vision_io, jpeg_1080p())}
+    return {"pipeline tensor": pipeline(lib, transforms, on_pil=False),
+            "pipeline pil": pipeline(lib, transforms, on_pil=True)}
+
+
+GROUPS = MODELS + ("train", "decode", "pipeline")
+
+
+def worker(library):
+    """Measures the groups named on stdin, one JSON line each on stdout, until stdin closes."""
+    modules = libraries(library)
+    for line in sys.stdin:
+        print(json.dumps(measure(line.strip(), *modules)), flush=True)
+
+
+class Worker:
+    """One library's worker process (see `worker`)."""
+
+    def __init__(self, python, library):
+        self.library = library
+        self.process = subprocess.Popen([python, os.path.abspath(__file__), "--worker", library],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def measure(self, group):
+        print(f"{self.library}: {group}", file=sys.stderr, flush=True)
+        self.process.stdin.write(group + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.library} worker died measuring {group}")
+        return json.loads(line)
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def start_worker(python, library):
+    """The library's Worker, or None where the interpreter cannot import it."""
     probe = subprocess.run([python, "-c", f"import {'embervision' if library == 'ember' else 'torchvision'}"],
                            capture_output=True, text=True)
-    if probe.returncode != 0:
-        return None
-    done = subprocess.run([python, os.path.abspath(__file__), "--worker", library],
-                          stdout=subprocess.PIPE, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return Worker(python, library) if probe.returncode == 0 else None
+
+
+def run_all():
+    """Both libraries' figures, measured one group at a time in turn."""
+    workers = {"ember": start_worker(sys.executable, "ember"), "torch": start_worker(TORCH_PYTHON, "torch")}
+    if workers["ember"] is None:
+        raise RuntimeError("embervision does not import")
+    results = {name: ({} if w else None) for name, w in workers.items()}
+    for group in GROUPS:
+        for name, w in workers.items():
+            if w:
+                results[name].update(w.measure(group))
+    for w in workers.values():
+        if w:
+            w.close()
+    return results["ember"], results["torch"]
 
 
 def cells(ember_value, torch_value, higher_is_better, fmt):
@@ -165,18 +219,20 @@ def cells(ember_value, torch_value, higher_is_better, fmt):
 
 
 def main():
-    ember_result = run_worker(sys.executable, "ember")
-    torch_result = run_worker(TORCH_PYTHON, "torch")
+    ember_result, torch_result = run_all()
     theirs = (lambda key: torch_result[key]) if torch_result else (lambda key: None)
     ms = lambda s: f"{s * 1e3:.1f}"
     print(f"{cpu_model()}, {THREADS} threads in both libraries, each in its own process. Speed ratios are "
           "PyTorch's time divided by Ember's (images/s: Ember's over PyTorch's): above 1x, Ember is faster. "
-          "Times are the best of 3 runs (2 at batch 8) after a warm-up; random initial weights, eval mode, no_grad.\n")
+          f"Each figure is the best of up to {RUNS} runs after a warm-up (fewer past {BUDGET_S:.0f} s); the libraries take "
+          "turns, one model or workload at a time. Models have random initial weights; inference is in eval mode "
+          "under no_grad.\n")
     print("### Inference, 224x224 (ms per batch)\n")
     print("| model | mode | batch | Ember | PyTorch | speed ratio |\n|---|---|---|---|---|---|")
-    for name, mode, batch in inference_cases():
-        key = f"{name}|{mode}|{batch}"
-        print(f"| {name} | {mode} | {batch} | {cells(ember_result[key], theirs(key), False, ms)} |")
+    for name in MODELS:
+        for mode, batch in inference_cases(name):
+            key = f"{name}|{mode}|{batch}"
+            print(f"| {name} | {mode} | {batch} | {cells(ember_result[key], theirs(key), False, ms)} |")
     print(f"\n### ResNet-18 training step (batch {TRAIN_BATCH}, 224x224, SGD + momentum; ms)\n")
     print("| workload | Ember | PyTorch | speed ratio |\n|---|---|---|---|")
     print(f"| zero_grad, forward, cross-entropy, backward, step | {cells(ember_result['train'], theirs('train'), False, ms)} |")
@@ -192,6 +248,6 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-        print(json.dumps(measure(sys.argv[2])))
+        worker(sys.argv[2])
     else:
         main()
