@@ -42,12 +42,17 @@ def test_pickle_and_deepcopy():
 
 
 def test_transforms_preset():
-    try:
-        t = ResNet50_Weights.IMAGENET1K_V2.transforms()
-    except NotImplementedError as e:
-        assert "_presets" in str(e)
-    else:
-        assert t.crop_size == [224] or t.crop_size == 224 or t.crop_size == (224,)
+    from embervision.transforms import InterpolationMode
+    from embervision.transforms._presets import ImageClassification
+
+    t = ResNet50_Weights.IMAGENET1K_V2.transforms()
+    assert isinstance(t, ImageClassification)
+    assert (t.crop_size, t.resize_size, t.interpolation) == ([224], [232], InterpolationMode.BILINEAR)
+    assert list(t.mean) == [0.485, 0.456, 0.406] and list(t.std) == [0.229, 0.224, 0.225]
+    assert M.Inception_V3_Weights.DEFAULT.transforms().resize_size == [342]
+    assert ResNet50_Weights.IMAGENET1K_V2.transforms(crop_size=160).crop_size == [160]  # keywords override
+    with ember.no_grad():
+        assert tuple(t(ember.zeros(3, 300, 400, dtype=ember.uint8)).shape) == (3, 224, 224)
 
 
 def test_registry():
