@@ -120,7 +120,10 @@ def pipeline(lib, transforms, on_pil):
         to_float,
         transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
     ])
-    images = [Image.fromarray(a) for a in arrays] if on_pil else [lib.from_numpy(a).permute(2, 0, 1).contiguous() for a in arrays]
+    if on_pil:
+        images = [Image.fromarray(a) for a in arrays]
+    else:
+        images = [lib.from_numpy(a).permute(2, 0, 1).contiguous() for a in arrays]
 
     def run():
         for image in images:
@@ -224,8 +227,8 @@ def main():
     ms = lambda s: f"{s * 1e3:.1f}"
     print(f"{cpu_model()}, {THREADS} threads in both libraries, each in its own process. Speed ratios are "
           "PyTorch's time divided by Ember's (images/s: Ember's over PyTorch's): above 1x, Ember is faster. "
-          f"Each figure is the best of up to {RUNS} runs after a warm-up (fewer past {BUDGET_S:.0f} s); the libraries take "
-          "turns, one model or workload at a time. Models have random initial weights; inference is in eval mode "
+          f"Each figure is the best of up to {RUNS} runs after a warm-up (fewer past {BUDGET_S:.0f} s); "
+          "the libraries take turns, one model or workload at a time. Models have random initial weights; inference is in eval mode "
           "under no_grad.\n")
     print("### Inference, 224x224 (ms per batch)\n")
     print("| model | mode | batch | Ember | PyTorch | speed ratio |\n|---|---|---|---|---|---|")
@@ -235,7 +238,8 @@ def main():
             print(f"| {name} | {mode} | {batch} | {cells(ember_result[key], theirs(key), False, ms)} |")
     print(f"\n### ResNet-18 training step (batch {TRAIN_BATCH}, 224x224, SGD + momentum; ms)\n")
     print("| workload | Ember | PyTorch | speed ratio |\n|---|---|---|---|")
-    print(f"| zero_grad, forward, cross-entropy, backward, step | {cells(ember_result['train'], theirs('train'), False, ms)} |")
+    train = cells(ember_result["train"], theirs("train"), False, ms)
+    print(f"| zero_grad, forward, cross-entropy, backward, step | {train} |")
     print("\n### Images per second\n")
     print("| workload | Ember | PyTorch | speed ratio |\n|---|---|---|---|")
     per_s = lambda v: f"{v:.0f}"

@@ -219,6 +219,7 @@ preprocess = weights.transforms()
 with ember.no_grad():
     probabilities = classifier(preprocess(image).unsqueeze(0)).softmax(1)[0]
 top = probabilities.topk(3)
-print(f"\nembervision: {tuple(image.shape)} image from a {jpeg.numel()}-byte JPEG -> {preprocess.crop_size[0]}x{preprocess.crop_size[0]} "
-      f"crop -> resnet18 with {weights!r}; top 3:",
+side = preprocess.crop_size[0]
+print(f"\nembervision: {tuple(image.shape)} image from a {jpeg.numel()}-byte JPEG -> {side}x{side} crop -> "
+      f"resnet18 with {weights!r}; top 3:",
       ", ".join(f"{weights.meta['categories'][i]} {p:.1%}" for p, i in zip(top.values.tolist(), top.indices.tolist())))
