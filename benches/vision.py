@@ -228,8 +228,8 @@ def main():
     print(f"{cpu_model()}, {THREADS} threads in both libraries, each in its own process. Speed ratios are "
           "PyTorch's time divided by Ember's (images/s: Ember's over PyTorch's): above 1x, Ember is faster. "
           f"Each figure is the best of up to {RUNS} runs after a warm-up (fewer past {BUDGET_S:.0f} s); "
-          "the libraries take turns, one model or workload at a time. Models have random initial weights; inference is in eval mode "
-          "under no_grad.\n")
+          "the libraries take turns, one model or workload at a time. Models have random initial weights; "
+          "inference is in eval mode under no_grad.\n")
     print("### Inference, 224x224 (ms per batch)\n")
     print("| model | mode | batch | Ember | PyTorch | speed ratio |\n|---|---|---|---|---|---|")
     for name in MODELS:

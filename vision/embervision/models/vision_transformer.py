@@ -13,7 +13,8 @@ from embervision.models._utils import _builder, _ovewrite_named_param
 from embervision.ops.misc import MLP, Conv2dNormActivation
 
 __all__ = ["VisionTransformer", "ConvStemConfig", "interpolate_embeddings", "ViT_B_16_Weights", "ViT_B_32_Weights",
-           "ViT_L_16_Weights", "ViT_L_32_Weights", "ViT_H_14_Weights", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14"]
+           "ViT_L_16_Weights", "ViT_L_32_Weights", "ViT_H_14_Weights", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32",
+           "vit_h_14"]
 
 
 class ConvStemConfig(NamedTuple):
