@@ -186,3 +186,40 @@ def snr_db(s, n):
 
 print(f"emberaudio MVDR: {tuple(enhanced.shape)} enhanced spectrum; SNR at mic 0 {snr_db(speech[0], noise[0]):.1f} dB, "
       f"after MVDR {snr_db(AF.apply_beamforming(weights, speech), AF.apply_beamforming(weights, noise)):.1f} dB")
+
+# embervision: an image classified end to end. A JPEG written and read back with embervision.io,
+# prepared by the weights' own preset (resize 256, crop 224, ImageNet normalisation) and classified
+# by ResNet-18. The real ImageNet weights are used when they are in the hub cache already;
+# otherwise (offline) deterministic random weights stand in (the categories they pick mean nothing),
+# saved as a checkpoint named with its SHA-256 prefix and fetched from a file:// URL through the
+# same hub download and hash check.
+import embervision.io as vio  # noqa: E402
+from embervision.models import ResNet18_Weights, Weights, WeightsEnum, resnet18  # noqa: E402
+
+imagenet = ResNet18_Weights.IMAGENET1K_V1
+checkpoints = os.path.join(ember.hub.get_dir(), "checkpoints")
+if os.path.exists(os.path.join(checkpoints, os.path.basename(imagenet.url))):
+    weights = imagenet
+else:
+    checkpoints = tempfile.mkdtemp()
+    ember.manual_seed(0)
+    served = pathlib.Path(tempfile.mkdtemp()) / "resnet18.pth"
+    ember.save(resnet18().state_dict(), served)
+    named = served.with_name(f"resnet18-{hashlib.sha256(served.read_bytes()).hexdigest()[:8]}.pth")
+    served.rename(named)
+    DemoWeights = WeightsEnum("DemoWeights", {"RANDOM": Weights(named.as_uri(), imagenet.transforms, imagenet.meta)})
+    weights = DemoWeights.RANDOM
+classifier = resnet18().eval()
+classifier.load_state_dict(weights.get_state_dict(progress=False, model_dir=checkpoints))
+yy, xx = np.mgrid[0:480, 0:640]
+photo = np.stack([xx * 255 // 640, yy * 255 // 480, 128 + 100 * np.sin(xx / 40.0) * np.cos(yy / 30.0)]).astype(np.uint8)
+jpeg = vio.encode_jpeg(ember.from_numpy(photo), quality=90)
+image = vio.decode_jpeg(jpeg)
+preprocess = weights.transforms()
+with ember.no_grad():
+    probabilities = classifier(preprocess(image).unsqueeze(0)).softmax(1)[0]
+top = probabilities.topk(3)
+side = preprocess.crop_size[0]
+print(f"\nembervision: {tuple(image.shape)} image from a {jpeg.numel()}-byte JPEG -> {side}x{side} crop -> "
+      f"resnet18 with {weights!r}; top 3:",
+      ", ".join(f"{weights.meta['categories'][i]} {p:.1%}" for p, i in zip(top.values.tolist(), top.indices.tolist())))

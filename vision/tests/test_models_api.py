@@ -42,12 +42,17 @@ def test_pickle_and_deepcopy():
 
 
 def test_transforms_preset():
-    try:
-        t = ResNet50_Weights.IMAGENET1K_V2.transforms()
-    except NotImplementedError as e:
-        assert "_presets" in str(e)
-    else:
-        assert t.crop_size == [224] or t.crop_size == 224 or t.crop_size == (224,)
+    from embervision.transforms import InterpolationMode
+    from embervision.transforms._presets import ImageClassification
+
+    t = ResNet50_Weights.IMAGENET1K_V2.transforms()
+    assert isinstance(t, ImageClassification)
+    assert (t.crop_size, t.resize_size, t.interpolation) == ([224], [232], InterpolationMode.BILINEAR)
+    assert list(t.mean) == [0.485, 0.456, 0.406] and list(t.std) == [0.229, 0.224, 0.225]
+    assert M.Inception_V3_Weights.DEFAULT.transforms().resize_size == [342]
+    assert ResNet50_Weights.IMAGENET1K_V2.transforms(crop_size=160).crop_size == [160]  # keywords override
+    with ember.no_grad():
+        assert tuple(t(ember.zeros(3, 300, 400, dtype=ember.uint8)).shape) == (3, 224, 224)
 
 
 def test_registry():
@@ -164,3 +169,17 @@ def test_old_checkpoint_key_names():
     _load_state_dict(fresh, _W(), False)
     assert ember.equal(fresh.features.denseblock1.denselayer1.norm1.weight,
                        dn.features.denseblock1.denselayer1.norm1.weight)
+
+
+def test_readme_model_table_is_generated_from_meta():
+    """vision/README.md's weights table is what scripts/gen_model_table.py makes from the meta now."""
+    import importlib.util
+    import os
+
+    script = os.path.join(os.path.dirname(__file__), "..", "scripts", "gen_model_table.py")
+    spec = importlib.util.spec_from_file_location("gen_model_table", script)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    readme = open(gen.README).read()
+    assert f"{gen.START}\n{gen.table()}\n{gen.END}" in readme, "run vision/scripts/gen_model_table.py"
+    assert "`ResNet50_Weights.IMAGENET1K_V2` | 80.858 | 95.434 | 25.6M | 4.09 | 97.8 |" in readme

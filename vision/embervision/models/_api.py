@@ -18,8 +18,8 @@ __all__ = ["Weights", "WeightsEnum", "register_model", "list_models", "get_model
 class _Preset:
     """`functools.partial`-like constructor of a preset transform of `embervision.transforms._presets`.
 
-    The preset classes are imported only when the transform is built, so the weight entries exist
-    (and compare, pickle and print) without the transforms package.
+    The preset classes are looked up when the transform is built: the models package does not
+    import the transforms package.
     """
 
     def __init__(self, name, **keywords):
@@ -28,26 +28,13 @@ class _Preset:
 
     @property
     def func(self):
-        try:
-            presets = importlib.import_module("embervision.transforms._presets")
-            return getattr(presets, self.name)
-        except (ImportError, AttributeError) as e:
-            raise NotImplementedError(
-                f"the preset transform {self.name} needs embervision.transforms._presets, which is not available ({e})"
-            ) from None
+        return getattr(importlib.import_module("embervision.transforms._presets"), self.name)
 
     def _resolved_keywords(self):
         kw = dict(self.keywords)
         if isinstance(kw.get("interpolation"), str):
-            mode = None
-            for where in ("embervision.transforms", "embervision.transforms.functional"):
-                try:
-                    mode = getattr(importlib.import_module(where), "InterpolationMode")
-                    break
-                except (ImportError, AttributeError):
-                    continue
-            if mode is not None:
-                kw["interpolation"] = mode(kw["interpolation"])
+            functional = importlib.import_module("embervision.transforms.functional")
+            kw["interpolation"] = functional.InterpolationMode(kw["interpolation"])
         for key in ("mean", "std"):
             if isinstance(kw.get(key), list):
                 kw[key] = tuple(kw[key])

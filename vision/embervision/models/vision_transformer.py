@@ -2,17 +2,31 @@
 import math
 from collections import OrderedDict
 from functools import partial
-from typing import Optional
+from typing import Callable, NamedTuple, Optional
 
 import ember
 from ember import nn
+from ember.nn import functional as F
 
 from embervision.models._api import _weights_enum
 from embervision.models._utils import _builder, _ovewrite_named_param
-from embervision.ops.misc import MLP
+from embervision.ops.misc import MLP, Conv2dNormActivation
 
-__all__ = ["VisionTransformer", "ViT_B_16_Weights", "ViT_B_32_Weights", "ViT_L_16_Weights", "ViT_L_32_Weights",
-           "ViT_H_14_Weights", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14"]
+__all__ = ["VisionTransformer", "ConvStemConfig", "interpolate_embeddings", "ViT_B_16_Weights", "ViT_B_32_Weights",
+           "ViT_L_16_Weights", "ViT_L_32_Weights", "ViT_H_14_Weights", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32",
+           "vit_h_14"]
+
+
+class ConvStemConfig(NamedTuple):
+    """One convolution (+ norm + activation) of the convolutional stem that replaces the patchify
+    layer when `VisionTransformer(conv_stem_configs=[...])` is given ("Early Convolutions Help
+    Transformers See Better", Xiao et al.)."""
+
+    out_channels: int
+    kernel_size: int
+    stride: int
+    norm_layer: Callable[..., nn.Module] = nn.BatchNorm2d
+    activation_layer: Callable[..., nn.Module] = nn.ReLU
 
 
 class MLPBlock(MLP):
@@ -90,8 +104,6 @@ class VisionTransformer(nn.Module):
         super().__init__()
         if image_size % patch_size != 0:
             raise ValueError("Input shape indivisible by patch size!")
-        if conv_stem_configs is not None:
-            raise NotImplementedError("conv_stem_configs is not supported yet")
         self.image_size = image_size
         self.patch_size = patch_size
         self.hidden_dim = hidden_dim
@@ -101,7 +113,10 @@ class VisionTransformer(nn.Module):
         self.num_classes = num_classes
         self.representation_size = representation_size
         self.norm_layer = norm_layer
-        self.conv_proj = nn.Conv2d(3, hidden_dim, kernel_size=patch_size, stride=patch_size)
+        if conv_stem_configs is None:
+            self.conv_proj = nn.Conv2d(3, hidden_dim, kernel_size=patch_size, stride=patch_size)
+        else:
+            self.conv_proj = _conv_stem(conv_stem_configs, hidden_dim)
         seq_length = (image_size // patch_size) ** 2
         self.class_token = nn.Parameter(ember.zeros(1, 1, hidden_dim))
         seq_length += 1
@@ -116,9 +131,14 @@ class VisionTransformer(nn.Module):
             heads["act"] = nn.Tanh()
             heads["head"] = nn.Linear(representation_size, num_classes)
         self.heads = nn.Sequential(heads)
-        fan_in = self.conv_proj.in_channels * self.conv_proj.kernel_size[0] * self.conv_proj.kernel_size[1]
-        nn.init.trunc_normal_(self.conv_proj.weight, std=math.sqrt(1 / fan_in))
-        nn.init.zeros_(self.conv_proj.bias)
+        if isinstance(self.conv_proj, nn.Conv2d):
+            fan_in = self.conv_proj.in_channels * self.conv_proj.kernel_size[0] * self.conv_proj.kernel_size[1]
+            nn.init.trunc_normal_(self.conv_proj.weight, std=math.sqrt(1 / fan_in))
+            nn.init.zeros_(self.conv_proj.bias)
+        else:
+            last = self.conv_proj.conv_last
+            nn.init.normal_(last.weight, mean=0.0, std=math.sqrt(2.0 / last.out_channels))
+            nn.init.zeros_(last.bias)
         if hasattr(self.heads, "pre_logits"):
             nn.init.trunc_normal_(self.heads.pre_logits.weight, std=math.sqrt(1 / self.heads.pre_logits.in_features))
             nn.init.zeros_(self.heads.pre_logits.bias)
@@ -142,6 +162,45 @@ class VisionTransformer(nn.Module):
         x = ember.cat([self.class_token.expand(n, -1, -1), x], dim=1)
         x = self.encoder(x)
         return self.heads(x[:, 0])
+
+
+def _conv_stem(configs, hidden_dim):
+    """The convolutions of `configs` in turn from RGB, then a 1x1 convolution to `hidden_dim`
+    (`conv_bn_relu_<i>` and `conv_last`, TorchVision's state-dict names)."""
+    stem = nn.Sequential()
+    channels = 3
+    for i, config in enumerate(configs):
+        stem.add_module(f"conv_bn_relu_{i}", Conv2dNormActivation(
+            channels, config.out_channels, kernel_size=config.kernel_size, stride=config.stride,
+            norm_layer=config.norm_layer, activation_layer=config.activation_layer))
+        channels = config.out_channels
+    stem.add_module("conv_last", nn.Conv2d(channels, hidden_dim, kernel_size=1))
+    return stem
+
+
+def interpolate_embeddings(image_size, patch_size, model_state, interpolation_mode="bicubic", reset_heads=False):
+    """A ViT state dict made fit for another `image_size`: the position embeddings of the patch
+    grid resized (the class token's kept) with `interpolation_mode`, so that weights trained at one
+    resolution fine-tune or evaluate at another. `reset_heads=True` drops the `heads.*` entries.
+    Returns `model_state` itself when the sequence length does not change."""
+    pos_embedding = model_state["encoder.pos_embedding"]
+    n, seq_length, hidden_dim = pos_embedding.shape
+    if n != 1:
+        raise ValueError(f"Unexpected position embedding shape: {tuple(pos_embedding.shape)}")
+    new_side = image_size // patch_size
+    if new_side * new_side + 1 == seq_length:
+        return model_state
+    side = math.isqrt(seq_length - 1)
+    if side * side != seq_length - 1:
+        raise ValueError(f"seq_length is not a perfect square! Instead got seq_length_1d * seq_length_1d = "
+                         f"{side * side} and seq_length = {seq_length - 1}")
+    grid = pos_embedding[:, 1:, :].permute(0, 2, 1).reshape(1, hidden_dim, side, side)
+    grid = F.interpolate(grid, size=new_side, mode=interpolation_mode, align_corners=True)
+    grid = grid.reshape(1, hidden_dim, new_side * new_side).permute(0, 2, 1)
+    model_state["encoder.pos_embedding"] = ember.cat([pos_embedding[:, :1, :], grid], dim=1)
+    if reset_heads:
+        model_state = OrderedDict((k, v) for k, v in model_state.items() if not k.startswith("heads"))
+    return model_state
 
 
 def _vision_transformer(patch_size, num_layers, num_heads, hidden_dim, mlp_dim, weights, progress, **kwargs):
