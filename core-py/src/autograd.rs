@@ -261,7 +261,7 @@ fn _record_function(
     let f = move |ctx: &Ctx, grads: &[Option<Tensor>]| {
         let saved = (0..n_saved).map(|i| ctx.saved(i)).collect::<ember_core::Result<Vec<_>>>()?;
         let grads: Vec<Option<Tensor>> = if materialize {
-            grads.iter().zip(ctx.output_shapes()).map(|(g, (shape, dtype))| g.clone().map_or_else(|| Tensor::zeros(shape, dtype), Ok).map(Some)).collect::<ember_core::Result<_>>()?
+            grads.iter().zip(ctx.output_shapes()).map(|(g, (shape, dtype, device))| g.clone().map_or_else(|| Tensor::zeros_on(shape, dtype, device), Ok).map(Some)).collect::<ember_core::Result<_>>()?
         } else {
             grads.to_vec()
         };

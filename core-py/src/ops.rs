@@ -269,7 +269,7 @@ fn get_num_threads() -> usize {
 #[pyfunction]
 #[pyo3(signature = (name=None))]
 fn _set_half_path(name: Option<&str>) -> PyResult<()> {
-    use ember_core::ops::half::{force_path, Path};
+    use ember_core::backend::cpu::half::{force_path, Path};
     let path = match name {
         None => None,
         Some(n) => Some(Path::from_name(n).ok_or_else(|| {
@@ -280,12 +280,12 @@ fn _set_half_path(name: Option<&str>) -> PyResult<()> {
 }
 #[pyfunction]
 fn _get_half_path() -> &'static str {
-    ember_core::ops::half::path().name()
+    ember_core::backend::cpu::half::path().name()
 }
 /// The paths this CPU can run, slowest first.
 #[pyfunction]
 fn _half_paths() -> Vec<&'static str> {
-    use ember_core::ops::half::Path;
+    use ember_core::backend::cpu::half::Path;
     Path::ALL.into_iter().filter(|p| p.is_supported()).map(|p| p.name()).collect()
 }
 /// Sets the precision; `False` when the name is not one of the three (the caller warns).

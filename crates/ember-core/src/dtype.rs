@@ -426,11 +426,11 @@ macro_rules! with_dtype {
                 $body
             }
             DType::F16 => {
-                type $T = half::f16;
+                type $T = ::half::f16;
                 $body
             }
             DType::BF16 => {
-                type $T = half::bf16;
+                type $T = ::half::bf16;
                 $body
             }
             DType::F32 => {

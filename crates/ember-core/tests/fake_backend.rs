@@ -1,7 +1,8 @@
 //! A second backend, registered as `privateuseone`, serving ops through the contract alone: its
 //! memory is its own (`ExtStorage`, which no CPU kernel can read), and each family it serves
 //! runs by wrapping that memory as CPU tensors and calling the CPU backend, counting the calls.
-//! It serves memory, copies, elementwise ops and reductions, and leaves matrix products out.
+//! It serves memory, copies, fills, elementwise ops, reductions and random draws, and leaves
+//! matrix products out.
 use ember_core::backend::{self, cpu::Cpu, Backend};
 use ember_core::ops::binary::{binary, BinaryOp, Operand, Scalar};
 use ember_core::ops::matmul::matmul;
@@ -69,6 +70,10 @@ impl Backend for Fake {
     fn copy(&self, src: &Tensor, dst: &Tensor) -> ember_core::Result<()> {
         self.count("copy");
         Cpu.copy(&Self::host_view(src), &Self::host_view(dst))
+    }
+    fn fill(&self, dst: &Tensor, value: Scalar) -> ember_core::Result<()> {
+        self.count("fill");
+        Cpu.fill(&Self::host_view(dst), value)
     }
     fn unary(&self, op: UnaryOp, x: &Tensor, out: &Tensor) -> ember_core::Result<()> {
         self.count("unary");

@@ -1,6 +1,6 @@
 //! Two-input elementwise ops: arithmetic, comparison, logical and bitwise, with broadcasting
 //! and PyTorch's result-type rules for tensor/0-d tensor/Python-number operands.
-use super::map::ternary_into;
+use crate::backend::cpu::map::ternary_into;
 use crate::autograd;
 use crate::bail;
 use crate::device::Device;

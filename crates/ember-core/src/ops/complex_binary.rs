@@ -3,7 +3,7 @@
 //! complex64. Ordering comparisons, min/max and the integer-style ops refuse as PyTorch does.
 use super::binary::BinaryOp::{self, *};
 use super::complex_unary::{div, pow};
-use super::map::binary_into;
+use crate::backend::cpu::map::binary_into;
 use crate::bail;
 use crate::dtype::{CDouble, CFloat, CHalf, DType};
 use crate::error::Result;

@@ -1,7 +1,7 @@
 //! One-input elementwise ops on complex tensors. complex32 computes in complex64 and rounds once
 //! on the way out (as float16 computes in float32); `abs` and `angle` return the real dtype of
 //! the parts, the predicates bool. Ops PyTorch does not define on complex refuse with its error.
-use super::map::unary_into;
+use crate::backend::cpu::map::unary_into;
 use super::unary::UnaryOp::{self, *};
 use crate::bail;
 use crate::dtype::{CDouble, CFloat, CHalf, DType};

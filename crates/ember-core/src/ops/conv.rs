@@ -6,9 +6,9 @@
 //! bounded however large the image. Transposed convs multiply first and fold the columns back
 //! (col2im). Small GEMMs (depthwise, tiny images) run one per thread over (batch, group, tile);
 //! large ones are each split across all threads.
-use super::conv_direct::{self, Conv2d};
-use super::conv_small;
-use super::map::Ptr;
+use crate::backend::cpu::conv_direct::{self, Conv2d};
+use crate::backend::cpu::conv_small;
+use crate::backend::cpu::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -17,7 +17,7 @@ use crate::tensor::Tensor;
 
 /// Column-buffer budget per tile, in elements: large enough for GEMM to run at full speed,
 /// small enough to stay in the outer caches.
-pub(super) const COLUMN_BUDGET: usize = 1 << 18;
+pub(crate) const COLUMN_BUDGET: usize = 1 << 18;
 
 /// Multiply-adds per GEMM below which tasks run one per thread; larger GEMMs are split across
 /// all threads instead, which keeps each thread's share of the weights and output in cache.
@@ -37,30 +37,30 @@ pub enum ConvPadding<'a> {
 /// One convolution's spatial geometry. `input` is what im2col reads and `output` what the GEMM
 /// produces; a transposed conv uses the same geometry the other way round.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Geom {
-    pub(super) input: [usize; 3],
-    pub(super) output: [usize; 3],
-    pub(super) kernel: [usize; 3],
-    pub(super) stride: [usize; 3],
-    pub(super) pad: [usize; 3],
-    pub(super) dilation: [usize; 3],
+pub(crate) struct Geom {
+    pub(crate) input: [usize; 3],
+    pub(crate) output: [usize; 3],
+    pub(crate) kernel: [usize; 3],
+    pub(crate) stride: [usize; 3],
+    pub(crate) pad: [usize; 3],
+    pub(crate) dilation: [usize; 3],
 }
 
 impl Geom {
-    pub(super) fn kernel_volume(&self) -> usize {
+    pub(crate) fn kernel_volume(&self) -> usize {
         self.kernel.iter().product()
     }
-    pub(super) fn input_volume(&self) -> usize {
+    pub(crate) fn input_volume(&self) -> usize {
         self.input.iter().product()
     }
-    pub(super) fn output_volume(&self) -> usize {
+    pub(crate) fn output_volume(&self) -> usize {
         self.output.iter().product()
     }
     /// Output rows: every (d, h) pair; a row is `output[2]` long.
-    pub(super) fn output_rows(&self) -> usize {
+    pub(crate) fn output_rows(&self) -> usize {
         self.output[0] * self.output[1]
     }
-    pub(super) fn is_pointwise(&self) -> bool {
+    pub(crate) fn is_pointwise(&self) -> bool {
         self.kernel == [1; 3] && self.stride == [1; 3] && self.pad == [0; 3]
     }
     /// Stride 1 along H and W with equal input and output widths: consecutive output rows of a
@@ -214,7 +214,7 @@ unsafe fn col2im<T: Element + std::ops::AddAssign>(cols: *const T, g: &Geom, cha
 /// `dst (m×n) = [dst +] a (m×k) · b (k×n)` for f32/f64, every operand given as (row, column)
 /// strides; `threads` > 1 splits the product over the pool.
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn gemm<T: Element>(
+pub(crate) unsafe fn gemm<T: Element>(
     mnk: (usize, usize, usize),
     dst: *mut T, dst_strides: (isize, isize),
     a: *const T, a_strides: (isize, isize),
@@ -325,7 +325,7 @@ fn non_negative(name: &str, message: &str, values: &[i64], dims: usize) -> Resul
 }
 
 /// Left-pads a per-dim list with `fill` up to three dims.
-pub(super) fn to3(v: &[usize], fill: usize) -> [usize; 3] {
+pub(crate) fn to3(v: &[usize], fill: usize) -> [usize; 3] {
     let mut out = [fill; 3];
     out[3 - v.len()..].copy_from_slice(v);
     out
@@ -365,15 +365,15 @@ fn prepare(op: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, gro
         bail!(Runtime, "{prefix} of size {:?}, expected bias to be 1-dimensional with {out_channels} elements, but got bias of size {:?} instead", weight.shape(), b.shape());
     }
     // bf16 convs run on the bf16 GEMM where the CPU has one; everything else in f32 or f64.
-    let native_bf16 = !transposed && super::conv_bf16::applies(input.dtype(), w1);
+    let native_bf16 = !transposed && crate::backend::cpu::conv_bf16::applies(input.dtype(), w1);
     let c = if native_bf16 { DType::BF16 } else { compute_dtype(input.dtype()) };
     // PyTorch's rule: a channels-last input or weight gives a channels-last conv.
-    let channels_last = !transposed && dims == 2 && (super::nhwc::is_channels_last(&input) || super::nhwc::is_channels_last(weight));
+    let channels_last = !transposed && dims == 2 && (crate::backend::cpu::nhwc::is_channels_last(&input) || crate::backend::cpu::nhwc::is_channels_last(weight));
     // The NHWC kernel reads the weight in any layout.
     let (x, w) = (input.to_dtype(c), weight.to_dtype(c));
     Ok(Operands {
         batch: input.shape()[0],
-        input: if channels_last { super::nhwc::to_channels_last(&x) } else { x.contiguous() },
+        input: if channels_last { crate::backend::cpu::nhwc::to_channels_last(&x) } else { x.contiguous() },
         weight: if channels_last { w } else { w.contiguous() },
         channels_last,
         bias: bias.map(|b| b.to_dtype(c).contiguous()),
@@ -451,8 +451,8 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
             return finish(&ops, out);
         }
         let two = |v: [usize; 3]| [v[1], v[2]];
-        let g = super::nhwc::Geom2 { input: two(geom.input), output: two(geom.output), kernel: two(geom.kernel), stride: two(geom.stride), pad: two(geom.pad), dilation: two(geom.dilation) };
-        return finish(&ops, super::nhwc::conv2d(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &g)?);
+        let g = crate::backend::cpu::nhwc::Geom2 { input: two(geom.input), output: two(geom.output), kernel: two(geom.kernel), stride: two(geom.stride), pad: two(geom.pad), dilation: two(geom.dilation) };
+        return finish(&ops, crate::backend::cpu::nhwc::conv2d(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &g)?);
     }
     let out_channels = ops.weight.shape()[0];
     let mut shape = vec![ops.batch, out_channels];
@@ -460,7 +460,7 @@ pub fn conv(input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, stride: &[i6
     let out = Tensor::uninit(&shape, ops.input.dtype())?;
     if out.numel() > 0 {
         if ops.input.dtype() == DType::BF16 {
-            super::conv_bf16::conv(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &geom, &out);
+            crate::backend::cpu::conv_bf16::conv(&ops.input, &ops.weight, ops.bias.as_ref(), ops.groups, &geom, &out);
         } else if ops.input.dtype() == DType::F64 {
             conv_forward::<f64>(&ops, &geom, &out);
         } else {
@@ -574,7 +574,7 @@ fn tile_rows(g: &Geom, k: usize, images: usize, threads: usize) -> usize {
 
 /// `im2col` over all channels into rows `ld` apart, split across threads by channel when
 /// `threads` > 1.
-pub(super) unsafe fn im2col_split<T: Element>(src: *const T, g: &Geom, channels: usize, rows: std::ops::Range<usize>, (cols, ld): (*mut T, usize), threads: usize) {
+pub(crate) unsafe fn im2col_split<T: Element>(src: *const T, g: &Geom, channels: usize, rows: std::ops::Range<usize>, (cols, ld): (*mut T, usize), threads: usize) {
     if threads <= 1 {
         return im2col(src, g, 0..channels, rows, cols, ld);
     }

@@ -1,6 +1,6 @@
 //! Tensors made from sizes and ranges.
 use super::binary::Scalar;
-use super::map::{unary_into, Ptr};
+use crate::backend::cpu::map::{unary_into, Ptr};
 use crate::bail;
 use crate::device::Device;
 use crate::dtype::{CDouble, DType, Element};

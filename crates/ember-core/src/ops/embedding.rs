@@ -1,6 +1,6 @@
 //! Embedding lookups: rows of a (num_embeddings, embedding_dim) weight picked by integer
 //! indices, pooled per bag for `embedding_bag`, and the in-place `max_norm` renormalisation.
-use super::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;

@@ -8,8 +8,8 @@
 //! as blocks of neighbouring columns gathered into a scratch buffer), never writing the input;
 //! the real transforms read each row into a task's buffer. float16/complex32 compute in float32, float64/complex128 in float64. The
 //! normalisation is one factor applied while the last stage's rows are still in cache.
-use super::fft_plan::FftFloat;
-use super::map::{prefetch, prefetch_for_write, Ptr};
+use crate::backend::cpu::fft_plan::FftFloat;
+use crate::backend::cpu::map::{prefetch, prefetch_for_write, Ptr};
 use crate::autograd;
 use crate::bail;
 use crate::dtype::DType;

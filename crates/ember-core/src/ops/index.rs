@@ -2,7 +2,7 @@
 //! take, nonzero, tril/triu. Every index is checked (and wrapped where PyTorch wraps) into a
 //! fresh int64 tensor before a kernel reads or writes through it.
 use super::binary::{binary, BinaryOp, Operand};
-use super::map::{binary_into, ternary_into, unary_into, Ptr};
+use crate::backend::cpu::map::{binary_into, ternary_into, unary_into, Ptr};
 use crate::autograd::{self, LinearFn};
 use crate::bail;
 use crate::dtype::{DType, Element};

@@ -1,8 +1,8 @@
 //! Softmax family and normalisation layers. Each works on contiguous rows: a row stays in L1
 //! across its passes (max, exp+sum, write; or mean, variance, write), rows run in parallel, and
 //! the inner loops fold into 8 lanes so they vectorise. float16/bfloat16 compute in float32.
-use super::map::{has_avx2, Ptr};
-use super::math::Real;
+use crate::backend::cpu::map::{has_avx2, Ptr};
+use crate::backend::cpu::math::Real;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -493,11 +493,11 @@ fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tenso
     if x.numel() == 0 {
         return Tensor::uninit(x.shape(), x.dtype());
     }
-    let nhwc = super::nhwc::norm_applies(x);
+    let nhwc = crate::backend::cpu::nhwc::norm_applies(x);
     let xc = if nhwc { x.clone() } else { x.contiguous() };
     let (mean, var) = match (&running, training) {
         (_, true) => {
-            let (m, v) = if nhwc { super::nhwc::channel_moments(x) } else { batch_moments(&xc, n, c) };
+            let (m, v) = if nhwc { crate::backend::cpu::nhwc::channel_moments(x) } else { batch_moments(&xc, n, c) };
             if let Some(r) = &running {
                 r.update(&m, &v, n * s, momentum)?;
             }
@@ -508,7 +508,7 @@ fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tenso
     };
     let (scale, shift) = scale_shift(&mean, &var, eps, &w, &b, |ch| ch);
     if nhwc {
-        return super::nhwc::channel_affine(x, &scale, &shift);
+        return crate::backend::cpu::nhwc::channel_affine(x, &scale, &shift);
     }
     let per_row = |v: &[f64]| (0..n * c).map(|r| v[r % c]).collect::<Vec<_>>();
     affine(&xc, &per_row(&scale), &per_row(&shift))

@@ -4,7 +4,7 @@
 //! in constant mode; the maps are built once per dim, then every output row gathers through
 //! them. Any input strides are read in place, so nothing is copied before the gather.
 use super::binary::Scalar;
-use super::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::bail;
 use crate::dtype::Element;
 use crate::error::Result;

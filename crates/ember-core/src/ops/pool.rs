@@ -4,7 +4,7 @@
 //! parallel. Each spatial dim becomes an `Axis`: for every output position, the input positions
 //! its window reads. Windowed and adaptive pools differ only in how the axes are built.
 use super::conv::{check_float, compute_dtype};
-use super::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -13,11 +13,11 @@ use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
 
 /// The input positions each output position of one spatial dim reads.
-pub(super) struct Axis {
+pub(crate) struct Axis {
     /// `taps[o]`: the in-bounds input positions of output `o`'s window.
-    pub(super) taps: Vec<Vec<usize>>,
+    pub(crate) taps: Vec<Vec<usize>>,
     /// `padded[o]`: the window's size counting padding (the `count_include_pad` divisor).
-    pub(super) padded: Vec<usize>,
+    pub(crate) padded: Vec<usize>,
 }
 
 impl Axis {
@@ -53,7 +53,7 @@ impl Axis {
         Ok(Axis { taps, padded })
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.taps.len()
     }
 }
@@ -208,7 +208,7 @@ fn max_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, axe
         return max_2x2::<T>(input, planes, ah.len(), aw.len(), out, idx);
     }
     #[cfg(target_arch = "x86_64")]
-    if T::DTYPE == DType::F32 && super::map::has_avx512() && input.shape()[input.ndim() - 3..].iter().product::<usize>() < i32::MAX as usize {
+    if T::DTYPE == DType::F32 && crate::backend::cpu::map::has_avx512() && input.shape()[input.ndim() - 3..].iter().product::<usize>() < i32::MAX as usize {
         return max_separable(input, planes, axes, out, idx);
     }
     let in_plane = input.shape()[input.ndim() - 3..].iter().product::<usize>();
@@ -252,7 +252,7 @@ fn max_kernel<T: Element + num_traits::Float>(input: &Tensor, planes: usize, axe
 /// its first column: the index the whole-window loop picks, ties and NaNs alike.
 #[cfg(target_arch = "x86_64")]
 fn max_separable(input: &Tensor, planes: usize, axes: &[Axis; 3], out: &Tensor, idx: &Tensor) {
-    use super::pool_simd::{fold_maxima, window_maxima_row};
+    use crate::backend::cpu::pool_simd::{fold_maxima, window_maxima_row};
     let [ad, ah, aw] = axes;
     let (ih, iw) = (input.shape()[input.ndim() - 2], input.shape()[input.ndim() - 1]);
     let rows = input.shape()[input.ndim() - 3] * ih;
@@ -291,7 +291,7 @@ fn max_2x2<T: Element + num_traits::Float>(input: &Tensor, planes: usize, oh: us
     let (ih, iw) = (input.shape()[input.ndim() - 2], input.shape()[input.ndim() - 1]);
     let (x, o, ix) = (Ptr(input.data_ptr::<T>()), Ptr(out.data_ptr::<T>()), Ptr(idx.data_ptr::<i64>()));
     #[cfg(target_arch = "x86_64")]
-    if T::DTYPE == DType::F32 && super::map::has_avx512() && ih * iw < i32::MAX as usize {
+    if T::DTYPE == DType::F32 && crate::backend::cpu::map::has_avx512() && ih * iw < i32::MAX as usize {
         let x = Ptr(x.0 as *mut f32);
         let o = Ptr(o.0 as *mut f32);
         return for_planes(planes, oh * ow * 4, |s, e| unsafe {
@@ -299,7 +299,7 @@ fn max_2x2<T: Element + num_traits::Float>(input: &Tensor, planes: usize, oh: us
                 for oy in 0..oh {
                     let k = ((p * oh + oy) * ow) as isize;
                     let top = x.at((p * ih * iw + 2 * oy * iw) as isize);
-                    super::pool_simd::max_pairs_row(top, iw, ow, (2 * oy * iw) as i32, o.at(k), ix.at(k));
+                    crate::backend::cpu::pool_simd::max_pairs_row(top, iw, ow, (2 * oy * iw) as i32, o.at(k), ix.at(k));
                 }
             }
         });
@@ -328,7 +328,7 @@ fn max_2x2<T: Element + num_traits::Float>(input: &Tensor, planes: usize, oh: us
 
 /// How an average pool divides each window's sum.
 #[derive(Clone, Copy)]
-pub(super) enum Divisor {
+pub(crate) enum Divisor {
     /// By the in-bounds taps.
     Taps,
     /// By the window clipped to the padded input (`count_include_pad=True`).
@@ -382,8 +382,8 @@ fn as_planes3(input: &Tensor, planes: usize, spatial: &[usize]) -> Result<Tensor
 }
 
 fn run_max(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], dims: usize) -> Result<(Tensor, Tensor)> {
-    if dims == 2 && super::nhwc::is_channels_last(input) {
-        return super::nhwc::max_pool2d(input, &axes[1], &axes[2]);
+    if dims == 2 && crate::backend::cpu::nhwc::is_channels_last(input) {
+        return crate::backend::cpu::nhwc::max_pool2d(input, &axes[1], &axes[2]);
     }
     let x = as_planes3(input, planes, spatial)?;
     let shape = output_shape(input, dims, &axes);
@@ -398,8 +398,8 @@ fn run_max(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], di
 }
 
 fn run_mean(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], dims: usize, divisor: Divisor) -> Result<Tensor> {
-    if dims == 2 && super::nhwc::is_channels_last(input) {
-        return super::nhwc::mean_pool2d(input, &axes[1], &axes[2], divisor);
+    if dims == 2 && crate::backend::cpu::nhwc::is_channels_last(input) {
+        return crate::backend::cpu::nhwc::mean_pool2d(input, &axes[1], &axes[2], divisor);
     }
     let x = as_planes3(input, planes, spatial)?;
     let out = Tensor::uninit(&output_shape(input, dims, &axes), x.dtype())?;

@@ -6,7 +6,7 @@
 //! through a table of taps: for each output position, the input positions it reads and their
 //! weights. Inner runs are contiguous, so the passes over leading dims vectorise.
 use super::conv::{check_float, compute_dtype};
-use super::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -254,7 +254,7 @@ fn interpolate_kernel(input: &Tensor, size: &[usize], scales: &[Option<f64>], mo
     }
     // Channels-last input: the passes run over its [N, H, W, C] memory (spatial dims 1 and 2),
     // and the result is channels-last too.
-    let nhwc = dims == 2 && super::nhwc::is_channels_last(input);
+    let nhwc = dims == 2 && crate::backend::cpu::nhwc::is_channels_last(input);
     let x = input.to_dtype(compute_dtype(input.dtype()));
     let (x, first) = if nhwc { (x.permute(&[0, 2, 3, 1])?.contiguous(), 1) } else { (x.contiguous(), 2) };
     let out = if x.dtype() == DType::F64 {

@@ -1,6 +1,6 @@
 //! Cumulative ops along one dim: cumsum, cumprod, logcumsumexp, cummax and cummin. Each row is
 //! a serial chain, so the parallelism is over rows (read through the input's own strides).
-use super::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use super::sort::{along, is_nan, Rows};
 use crate::bail;
 use crate::dtype::{CDouble, DType, Element};

@@ -2,7 +2,7 @@
 //! unique and searchsorted. Every kernel sees its input as rows (one per index of the other
 //! dims, reached through the tensor's own strides, so nothing is copied to make it contiguous)
 //! and runs the rows in parallel. NaN sorts as the largest value, as in PyTorch.
-use super::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;

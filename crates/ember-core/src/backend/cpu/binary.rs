@@ -1,8 +1,8 @@
 //! The CPU kernels of the two-input elementwise ops (`ops::binary` holds their semantics).
 use crate::dtype::{DType, Element};
 use crate::ops::binary::BinaryOp::{self, *};
-use crate::ops::map::binary_into;
-use crate::ops::math::Real;
+use crate::backend::cpu::map::binary_into;
+use crate::backend::cpu::math::Real;
 use crate::tensor::Tensor;
 use half::{bf16, f16};
 
@@ -32,7 +32,7 @@ macro_rules! imap2 {
 macro_rules! same {
     ($t:ty) => { $t };
     (@half $t:ty, $a:expr, $b:expr, $o:expr, |$x:ident, $y:ident| $body:expr) => {
-        crate::ops::half::map::binary_into::<$t>($a, $b, $o, |$x: f32, $y: f32| $body)
+        crate::backend::cpu::half::map::binary_into::<$t>($a, $b, $o, |$x: f32, $y: f32| $body)
     };
     (@int $t:ty, $v:expr) => { <$t>::from_i64($v) };
 }

@@ -2,8 +2,8 @@
 //! (`ops::half::gemm`) for bf16 and the "medium" float32 precision, a plain loop for integers.
 use crate::dtype::{DType, Element};
 use crate::error::Result;
-use crate::ops::half::gemm::{Mat, MatMut, Sink, Source};
-use crate::ops::map::Ptr;
+use crate::backend::cpu::half::gemm::{Mat, MatMut, Sink, Source};
+use crate::backend::cpu::map::Ptr;
 use crate::ops::matmul::{float32_matmul_precision, Precision};
 use crate::parallel::{for_range, pool};
 use crate::tensor::Tensor;
@@ -50,7 +50,7 @@ unsafe fn gemm_one<T: Element>(
 
 /// Batched product over the leading dims of 3-d operands `[B, m, k] @ [B, k, n]`.
 pub fn bmm(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) -> Result<()> {
-    if crate::ops::half::gemm::available() {
+    if crate::backend::cpu::half::gemm::available() {
         match a.dtype() {
             DType::BF16 => return Ok(bmm_bf16::<half::bf16>(a, b, out, accumulate)),
             DType::F32 if float32_matmul_precision() == Precision::Medium => return Ok(bmm_bf16::<f32>(a, b, out, accumulate)),
@@ -111,7 +111,7 @@ fn bmm_bf16<S: Source + Sink + Element>(a: &Tensor, b: &Tensor, out: &Tensor, ac
         let am = Mat { ptr: Ptr(pa.at(i * sa[0])), rs: sa[1], cs: sa[2] };
         let bm = Mat { ptr: Ptr(pb.at(i * sb[0])), rs: sb[1], cs: sb[2] };
         let cm = MatMut { ptr: Ptr(po.at(i * so[0])), rs: so[1], cs: so[2] };
-        crate::ops::half::gemm::gemm(m, n, k, am, bm, cm, accumulate);
+        crate::backend::cpu::half::gemm::gemm(m, n, k, am, bm, cm, accumulate);
     };
     if batch >= pool().current_num_threads() && m * n * k < 256 * 256 * 256 {
         for_range(batch, 1, |s, e| (s..e).for_each(run));

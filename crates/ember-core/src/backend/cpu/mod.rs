@@ -1,6 +1,17 @@
 //! The CPU backend: host memory (`storage::CpuStorage`) and the kernels that read it through
 //! raw pointers, vectorised at runtime for the CPU at hand.
 pub mod binary;
+pub(crate) mod conv_bf16;
+pub(crate) mod conv_direct;
+pub(crate) mod conv_small;
+pub(crate) mod conv_weight_grad;
+pub(crate) mod fft_plan;
+pub mod half;
+pub mod map;
+pub mod math;
+pub mod nhwc;
+pub(crate) mod pool_simd;
+pub(crate) mod sum_simd;
 pub mod matmul;
 pub mod reduce;
 pub mod unary;
@@ -11,7 +22,7 @@ use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
-use crate::ops::map::{for_each_indexed, ternary_into, unary_into, Ptr};
+use crate::backend::cpu::map::{for_each_indexed, ternary_into, unary_into, Ptr};
 use crate::ops::random::Distribution;
 use crate::ops::reduce::ReduceOp;
 use crate::ops::unary::UnaryOp;
@@ -40,7 +51,7 @@ impl Backend for Cpu {
     }
 
     fn copy(&self, src: &Tensor, dst: &Tensor) -> Result<()> {
-        if crate::ops::half::map::convert_into(src, dst) {
+        if crate::backend::cpu::half::map::convert_into(src, dst) {
             return Ok(());
         }
         match (src.dtype().is_complex(), dst.dtype().is_complex()) {

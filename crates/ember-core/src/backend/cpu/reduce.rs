@@ -3,10 +3,10 @@
 //! which is what lets float sums vectorise.
 use crate::dtype::{DType, Element};
 use crate::error::Result;
-use crate::ops::half::map::{self as half_map, Fold};
-use crate::ops::map::Ptr;
+use crate::backend::cpu::half::map::{self as half_map, Fold};
+use crate::backend::cpu::map::Ptr;
 use crate::ops::reduce::ReduceOp::{self, *};
-use crate::ops::sum_simd::{self, Run};
+use crate::backend::cpu::sum_simd::{self, Run};
 use crate::parallel::{for_range, GRAIN};
 use crate::strided::{unravel, Plan};
 use crate::tensor::Tensor;
@@ -200,7 +200,7 @@ unsafe fn fold_any<T: Copy, A: Copy>(
         return step(acc, run(p, len));
     }
     #[cfg(target_arch = "x86_64")]
-    if crate::ops::map::has_avx2() {
+    if crate::backend::cpu::map::has_avx2() {
         return fold_run_avx2(p, len, s, init, acc, load, step);
     }
     fold_run::<8, T, A>(p, len, s, init, acc, load, step)
@@ -348,7 +348,7 @@ unsafe fn accumulate_avx2<T: Copy, A: Copy>(acc: &mut [A], p: *const T, load: &i
 
 unsafe fn accumulate_any<T: Copy, A: Copy>(acc: &mut [A], p: *const T, load: &impl Fn(T) -> A, step: &impl Fn(A, A) -> A) {
     #[cfg(target_arch = "x86_64")]
-    if crate::ops::map::has_avx2() {
+    if crate::backend::cpu::map::has_avx2() {
         return accumulate_avx2(acc, p, load, step);
     }
     accumulate(acc, p, load, step)

@@ -1,7 +1,7 @@
 //! The CPU kernels of the one-input elementwise ops (`ops::unary` holds their semantics).
 use crate::dtype::{DType, Element};
-use crate::ops::map::unary_into;
-use crate::ops::math::Real;
+use crate::backend::cpu::map::unary_into;
+use crate::backend::cpu::math::Real;
 use crate::ops::unary::UnaryOp::{self, *};
 use crate::tensor::Tensor;
 use half::{bf16, f16};
@@ -11,8 +11,8 @@ macro_rules! fmap {
         match $x.dtype() {
             DType::F32 => unary_into::<f32, f32>($x, $o, |$v: f32| $body),
             DType::F64 => unary_into::<f64, f64>($x, $o, |$v: f64| $body),
-            DType::F16 => crate::ops::half::map::unary_into::<f16>($x, $o, |$v: f32| $body),
-            DType::BF16 => crate::ops::half::map::unary_into::<bf16>($x, $o, |$v: f32| $body),
+            DType::F16 => crate::backend::cpu::half::map::unary_into::<f16>($x, $o, |$v: f32| $body),
+            DType::BF16 => crate::backend::cpu::half::map::unary_into::<bf16>($x, $o, |$v: f32| $body),
             d => unreachable!("float kernel on {d}"),
         }
     };

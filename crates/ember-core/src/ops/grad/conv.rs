@@ -6,7 +6,7 @@ use crate::autograd::{needs_grad, record, untracked};
 use crate::bail;
 use crate::error::Result;
 use crate::ops::conv::{conv as conv_kernel, conv_transpose as conv_transpose_kernel, ConvPadding};
-use crate::ops::conv_weight_grad::weight_grad as weight_grad_kernel;
+use crate::backend::cpu::conv_weight_grad::weight_grad as weight_grad_kernel;
 use crate::ops::pad::{pad, PadMode};
 use crate::ops::binary::Scalar;
 use crate::ops::matmul::matmul;

@@ -72,7 +72,7 @@ pub(crate) fn keep(mask: &Tensor, g: &Tensor) -> Result<Tensor> {
     let out = Tensor::uninit_like(&shape, g.dtype(), g.device(), Some(g))?;
     crate::with_any_dtype!(g.dtype(), T, {
         let zero = <T as crate::Element>::from_f64(0.0);
-        super::map::binary_into::<T, bool, T>(&v, &m, &out, move |x, k| if k { x } else { zero })
+        crate::backend::cpu::map::binary_into::<T, bool, T>(&v, &m, &out, move |x, k| if k { x } else { zero })
     });
     Ok(out)
 }

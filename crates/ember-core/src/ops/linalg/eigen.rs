@@ -3,7 +3,7 @@
 use super::{check_matrix, each, real_tensor, scratch, stack, Batch, Field, Info, Out};
 use crate::dtype::{CDouble, Element};
 use crate::error::Result;
-use crate::ops::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::tensor::Tensor;
 use crate::with_field;
 use faer::linalg::evd::{self, ComputeEigenvectors};

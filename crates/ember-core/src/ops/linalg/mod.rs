@@ -12,7 +12,7 @@ pub mod svd;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, ErrorKind, Result};
-use crate::ops::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::parallel::{for_range, pool};
 use crate::tensor::Tensor;
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};

@@ -166,7 +166,7 @@ pub fn det_kernel(a: &Tensor, log: bool) -> Result<(Tensor, Tensor)> {
     let a = Batch::new(a);
     let mut signs = vec![CDouble::new(0.0, 0.0); a.count];
     let mut logs = vec![0.0f64; a.count];
-    let (ps, pl) = (crate::ops::map::Ptr(signs.as_mut_ptr()), crate::ops::map::Ptr(logs.as_mut_ptr()));
+    let (ps, pl) = (crate::backend::cpu::map::Ptr(signs.as_mut_ptr()), crate::backend::cpu::map::Ptr(logs.as_mut_ptr()));
     with_field!(a.t.dtype(), T, {
         each(a.count, flops(a.n, 0), |i, par| unsafe {
             let lu = Lu::<T>::new(a.mat::<T>(i), par);
@@ -190,7 +190,7 @@ pub fn lu_factor_kernel(a: &Tensor) -> Result<(Tensor, Tensor, Info)> {
     let k = a.m.min(a.n);
     let out = Out::new(&a.lead, a.m, a.n, a.t.dtype())?;
     let mut pivots = vec![0i32; a.count * k];
-    let piv = crate::ops::map::Ptr(pivots.as_mut_ptr());
+    let piv = crate::backend::cpu::map::Ptr(pivots.as_mut_ptr());
     let mut info = Info::new(a.count);
     let codes = info.writer();
     with_field!(a.t.dtype(), T, {

@@ -2,7 +2,7 @@
 use super::{check_matrix, each, real_tensor, scratch, stack, Batch, Info, Out};
 use crate::dtype::Element;
 use crate::error::Result;
-use crate::ops::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::tensor::Tensor;
 use crate::with_field;
 use faer::linalg::svd::{self, ComputeSvdVectors};

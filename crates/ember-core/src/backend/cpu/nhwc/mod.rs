@@ -10,7 +10,7 @@ mod pool;
 
 pub use conv::{conv2d, Geom2};
 pub use norm::{channel_affine, channel_moments};
-pub(in crate::ops) use pool::{max_pool2d, mean_pool2d};
+pub(crate) use pool::{max_pool2d, mean_pool2d};
 
 use crate::dtype::DType;
 use crate::error::Result;

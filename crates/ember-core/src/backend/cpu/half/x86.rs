@@ -3,7 +3,7 @@
 //! one element at a time with the scalar rounding, AVX-512 with masked loads and stores. Masks
 //! stay out of the main loops: masked memory ops in a loop ran 4x slower on Zen 5.
 use super::scalar;
-use crate::ops::map::lanes;
+use crate::backend::cpu::map::lanes;
 use std::arch::x86_64::*;
 
 // ---- AVX2 + F16C ----

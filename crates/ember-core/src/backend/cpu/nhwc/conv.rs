@@ -8,10 +8,10 @@
 //! each tap adds `x[position, :] · w[tap, :]` over a contiguous run of channels.
 use super::{nhwc_view, uninit_channels_last};
 use crate::dtype::{DType, Element};
-use crate::ops::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::parallel::{for_each_with, for_range, pool, GRAIN};
 use crate::tensor::Tensor;
-use crate::ops::half::gemm::{self as bgemm, Mat, MatMut};
+use crate::backend::cpu::half::gemm::{self as bgemm, Mat, MatMut};
 use half::bf16;
 
 /// Column-buffer budget per tile, in elements: enough positions per GEMM that packing the weight

@@ -10,7 +10,7 @@
 /// hold `ow` writable values; every index fits in an `i32`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn max_pairs_row(top: *const f32, iw: usize, ow: usize, base: i32, out: *mut f32, idx: *mut i64) {
+pub(crate) unsafe fn max_pairs_row(top: *const f32, iw: usize, ow: usize, base: i32, out: *mut f32, idx: *mut i64) {
     use std::arch::x86_64::*;
     let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -58,7 +58,7 @@ pub(super) unsafe fn max_pairs_row(top: *const f32, iw: usize, ow: usize, base: 
 /// writable values; every index fits in an `i32`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn window_maxima_row(row: *const f32, (starts, counts, step): (&[i32], &[i32], i32), base: i32, values: *mut f32, indices: *mut i32) {
+pub(crate) unsafe fn window_maxima_row(row: *const f32, (starts, counts, step): (&[i32], &[i32], i32), base: i32, values: *mut f32, indices: *mut i32) {
     use std::arch::x86_64::*;
     for o in (0..starts.len()).step_by(16) {
         let mask = super::map::lanes(starts.len() - o);
@@ -82,7 +82,7 @@ pub(super) unsafe fn window_maxima_row(row: *const f32, (starts, counts, step): 
 /// The CPU has AVX-512F; every pointer holds `n` values.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn fold_maxima(values: *const f32, indices: *const i32, n: usize, best: *mut f32, at: *mut i32) {
+pub(crate) unsafe fn fold_maxima(values: *const f32, indices: *const i32, n: usize, best: *mut f32, at: *mut i32) {
     use std::arch::x86_64::*;
     for o in (0..n).step_by(16) {
         let mask = super::map::lanes(n - o);

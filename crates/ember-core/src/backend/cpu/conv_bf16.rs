@@ -5,7 +5,7 @@
 //! GEMM so it is wide enough for the micro-kernel; a 1x1 stride-1 conv of one image multiplies
 //! the input itself. The channels-last twin is in `nhwc/conv.rs`. Only where
 //! `half::gemm::available()`; elsewhere bf16 convs compute in float32.
-use super::conv::{im2col_split, Geom};
+use crate::ops::conv::{im2col_split, Geom};
 use super::half::gemm::{self as bgemm, Mat, MatMut};
 use super::half::Half;
 use super::map::Ptr;
@@ -24,7 +24,7 @@ const WIDE: usize = 1024;
 /// Whether a (non-transposed) conv of `dtype` with `per_group` input channels per group runs on
 /// the bf16 GEMM: bfloat16 operands on a CPU with AVX512-BF16, except depthwise-like convs (one
 /// input channel per group), which have no reduction worth a GEMM.
-pub(super) fn applies(dtype: DType, per_group: usize) -> bool {
+pub(crate) fn applies(dtype: DType, per_group: usize) -> bool {
     dtype == DType::BF16 && per_group > 1 && bgemm::available()
 }
 
@@ -36,7 +36,7 @@ struct Block {
 
 /// conv of a contiguous bf16 `x [N, C, *spatial]` with a contiguous `w [K, C/groups, *kernel]`
 /// and an optional bf16 `bias [K]` into the contiguous bf16 `out [N, K, *output]`.
-pub(super) fn conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, groups: usize, g: &Geom, out: &Tensor) {
+pub(crate) fn conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, groups: usize, g: &Geom, out: &Tensor) {
     let (batch, cin) = (x.shape()[0], x.shape()[1] / groups);
     let cout = w.shape()[0] / groups;
     let k = cin * g.kernel_volume();

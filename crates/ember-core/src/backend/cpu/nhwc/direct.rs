@@ -8,7 +8,7 @@
 //! `NR` weights packed `[panel][tap][C][NR]`. A task owns a group of panels whose weights fit
 //! in L2 × a run of output rows (see `blocking`).
 use super::conv::Geom2;
-use crate::ops::map::{has_avx512, Ptr};
+use crate::backend::cpu::map::{has_avx512, Ptr};
 use crate::parallel::{for_each_with, for_range, num_threads};
 
 /// Positions of one output row per micro-kernel call.

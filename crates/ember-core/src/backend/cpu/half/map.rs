@@ -2,7 +2,7 @@
 //! conversions. Contiguous runs go `BLOCK` elements at a time through a stack buffer; strided
 //! runs (rare for these dtypes) convert one element at a time.
 use super::{Half, BLOCK};
-use crate::ops::map::{has_avx2, has_avx512, Ptr};
+use crate::backend::cpu::map::{has_avx2, has_avx512, Ptr};
 use crate::strided::Plan;
 use crate::tensor::Tensor;
 
@@ -146,7 +146,7 @@ unsafe fn fold_blocks<H: Half, const OP: u8>(p: *const H, len: usize) -> f32 {
         _ => if a < b || a.is_nan() { a } else { b },
     };
     let init = [0.0, 1.0, f32::NEG_INFINITY, f32::INFINITY][OP as usize];
-    let sum = crate::ops::sum_simd::f32_sum();
+    let sum = crate::backend::cpu::sum_simd::f32_sum();
     let mut buf = [0f32; BLOCK];
     let mut acc = init;
     for start in (0..len).step_by(BLOCK) {

@@ -3,7 +3,7 @@
 use super::{nhwc_view, uninit_channels_last};
 use crate::dtype::{DType, Element};
 use crate::ops::conv::compute_dtype;
-use crate::ops::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::ops::pool::{Axis, Divisor};
 use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
@@ -27,7 +27,7 @@ fn for_positions(count: usize, per_position: usize, f: impl Fn(usize) + Sync) {
 /// in the input's dtype and flat `h·W + w` indices, both channels-last. Ties and NaNs resolve
 /// as in the NCHW kernel (first maximum; a NaN wins). Half types are compared in float32 where
 /// they lie (widening is exact, so the maximum is one of the inputs, stored back unchanged).
-pub(in crate::ops) fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> crate::error::Result<(Tensor, Tensor)> {
+pub(crate) fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> crate::error::Result<(Tensor, Tensor)> {
     let x = nhwc_view(input).contiguous();
     let s = input.shape();
     let shape = [s[0], s[1], ah.len(), aw.len()];
@@ -120,7 +120,7 @@ unsafe fn max_positions<T: Stored>(job: &MaxJob<T>, positions: std::ops::Range<u
 
 /// Average pooling of a channels-last `input` over the windows of axes (H, W), each window's sum
 /// divided as `divisor` says; the result is channels-last.
-pub(in crate::ops) fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> crate::error::Result<Tensor> {
+pub(crate) fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> crate::error::Result<Tensor> {
     let (x, shape) = prepare(input, ah, aw);
     let out = uninit_channels_last(shape, x.dtype())?;
     if x.dtype() == DType::F64 {

@@ -6,7 +6,7 @@ use super::{nhwc_view, uninit_channels_last};
 use crate::dtype::{DType, Element};
 use crate::ops::nn::Stored;
 use half::{bf16, f16};
-use crate::ops::map::Ptr;
+use crate::backend::cpu::map::Ptr;
 use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
 use std::sync::Mutex;

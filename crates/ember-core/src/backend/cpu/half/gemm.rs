@@ -11,7 +11,7 @@
 //! scratch), so each output is written once: whole tiles straight into a unit-stride
 //! destination, the rest through its strides. No AMX path (no AMX CPU to test it on).
 use super::{path, scalar, Half, Path};
-use crate::ops::map::{prefetch, Ptr};
+use crate::backend::cpu::map::{prefetch, Ptr};
 use crate::parallel::{for_each_with, for_range, num_threads};
 use half::bf16;
 

@@ -5,7 +5,7 @@
 use std::ops::{AddAssign, Range};
 use std::sync::Mutex;
 
-use super::conv::{compute_dtype, gemm, im2col_split, to3, Geom, COLUMN_BUDGET};
+use crate::ops::conv::{compute_dtype, gemm, im2col_split, to3, Geom, COLUMN_BUDGET};
 use super::map::Ptr;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
