@@ -68,10 +68,10 @@ def _check_lengths_and_offsets(lengths, offsets, total):
 
 
 def _check_device(device):
-    """ember.device(device), or a RuntimeError for a device this CPU-only build lacks."""
-    device = ember.device(device) if device is not None else ember.device("cpu")
-    if device.type != "cpu":
-        raise RuntimeError(f"device {str(device)!r} is not available: this build of Ember supports only the CPU")
+    """Refuses a device other than the CPU: the core names what is missing when the build or
+    machine has no backend for it; moving jagged tensors to another backend is not built yet."""
+    if device is not None and ember.empty(0, device=device).device.type != "cpu":
+        raise NotImplementedError(f"emberrec: jagged tensors on {device} are not supported yet")
     return device
 
 
@@ -202,7 +202,7 @@ class JaggedTensor:
         return self._weights
 
     def to(self, device, non_blocking=False):
-        """`self` on the CPU; any other device raises RuntimeError (Ember has only the CPU)."""
+        """`self` on the CPU; another device is refused (see `_check_device`)."""
         _check_device(device)
         return self
 
@@ -516,7 +516,7 @@ class KeyedJaggedTensor:
                                           self._stride, permuted_per_key)
 
     def to(self, device, non_blocking=False):
-        """`self` on the CPU; any other device raises RuntimeError (Ember has only the CPU)."""
+        """`self` on the CPU; another device is refused (see `_check_device`)."""
         _check_device(device)
         return self
 
