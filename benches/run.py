@@ -4,7 +4,9 @@ requirements-bench.txt.
 
 `run.py audio.py text.py` runs only the scripts named and replaces their sections (the machine
 section is rewritten too); `run.py --section TITLE FILE` puts a report made elsewhere (the
-`make fuzz` campaign's) into RESULTS.md under `## TITLE`."""
+`make fuzz` campaign's) into RESULTS.md under `## TITLE`. Sections no script makes are kept by
+every run; the hand-written `## Measurement history (from ARCHITECTURE.md)` (the measurements
+behind ARCHITECTURE.md's design decisions) is one of them, always placed last."""
 import datetime
 import os
 import pathlib
@@ -90,6 +92,7 @@ def run_script(path):
 
 
 FIRST = ("Machine", "Versions")
+LAST = ("Measurement history (from ARCHITECTURE.md)",)
 
 
 def fresh():
@@ -111,7 +114,8 @@ def existing():
 
 
 def write(head, sections):
-    order = [t for t in FIRST if t in sections] + sorted(t for t in sections if t not in FIRST)
+    middle = sorted(t for t in sections if t not in FIRST + LAST)
+    order = [t for t in FIRST if t in sections] + middle + [t for t in LAST if t in sections]
     RESULTS.write_text("\n\n".join([head] + [sections[t] for t in order]) + "\n")
     print(f"wrote {RESULTS}", file=sys.stderr)
 
