@@ -357,7 +357,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         return write_out("randperm", out, randperm(n, generator=generator, dtype=dtype or out.dtype, device=device))
     if isinstance(n, builtins.bool) or not isinstance(n, numbers.Integral):
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
-    return _finish(_C.randperm(n, _check_dtype(dtype) or _C.int64, generator, _on(device)), None, device, requires_grad)
+    return _finish(_C.randperm(n, _check_dtype(dtype) or _C.int64, generator), None, device, requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
@@ -367,14 +367,14 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     if isinstance(mean, _C.Tensor) or isinstance(std, _C.Tensor):
         ref = mean if isinstance(mean, _C.Tensor) else std
         shape = ember.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
-        z = _C.normal(tuple(shape), 0.0, 1.0, ref.dtype if ref.dtype.is_floating_point else _default_dtype, generator)
+        z = _C.normal(tuple(shape), 0.0, 1.0, ref.dtype if ref.dtype.is_floating_point else _default_dtype, generator, str(ref.device))
         if isinstance(std, _C.Tensor) and bool((std < 0).any()):
             raise RuntimeError("normal expects all elements of std >= 0.0")
         return z * std + mean
     if size is None:
         raise TypeError("normal(): with number mean and std, 'size' is required")
     shape = _size((size,), None, "normal")
-    return _finish(_C.normal(shape, builtins.float(mean), builtins.float(std), _check_dtype(dtype) or _default_dtype, generator, device), None, device, requires_grad)
+    return _finish(_C.normal(shape, builtins.float(mean), builtins.float(std), _check_dtype(dtype) or _default_dtype, generator, _on(device)), None, device, requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):

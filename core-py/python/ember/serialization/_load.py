@@ -130,8 +130,12 @@ class _Locations:
             m = None
         if isinstance(m, dict):
             m = m.get(location)
-        if m is None:
-            m = location  # a storage goes back to the device it was saved from
+        if m is None:  # a storage goes back to the device it was saved from
+            try:
+                m = check(location)
+            except RuntimeError as e:
+                raise RuntimeError(f"Attempting to deserialize object on device '{location}', but {e}. "
+                                   "Use ember.load with map_location='cpu' to map your storages to the CPU.") from None
         if check(m).type != "cpu":
             raise NotImplementedError(f"ember.load: placing storages on {m} is not implemented yet; use map_location='cpu'")
         return storage
