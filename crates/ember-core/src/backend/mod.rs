@@ -128,10 +128,16 @@ pub fn of(device: Device) -> Result<&'static dyn Backend> {
 pub fn common_device(tensors: &[&Tensor]) -> Result<Device> {
     let device = tensors.iter().map(|t| t.device()).find(|&d| d != Device::Cpu).unwrap_or(Device::Cpu);
     for t in tensors {
-        let d = t.device();
-        if d != device && !(d == Device::Cpu && t.ndim() == 0) {
-            bail!(Runtime, "Expected all tensors to be on the same device, but found at least two devices, {device} and {d}!");
-        }
+        check_on(device, t)?;
     }
     Ok(device)
+}
+
+/// Refuses `t` for an op running on `device` (see `common_device`).
+pub fn check_on(device: Device, t: &Tensor) -> Result<()> {
+    let d = t.device();
+    if d != device && !(d == Device::Cpu && t.ndim() == 0) {
+        bail!(Runtime, "Expected all tensors to be on the same device, but found at least two devices, {device} and {d}!");
+    }
+    Ok(())
 }

@@ -160,13 +160,17 @@ impl Operand<'_> {
     }
 }
 
-/// The device of an op's operands (numbers go with any).
+/// The device of an op's operands (numbers go with any); no allocation, as every op asks.
 fn operands_device(operands: &[Operand]) -> Result<Device> {
-    let tensors: Vec<&Tensor> = operands.iter().filter_map(|o| match o {
+    let tensors = || operands.iter().filter_map(|o| match o {
         Operand::Tensor(t) => Some(*t),
         Operand::Scalar(_) => None,
-    }).collect();
-    crate::backend::common_device(&tensors)
+    });
+    let device = tensors().map(|t| t.device()).find(|&d| d != Device::Cpu).unwrap_or(Device::Cpu);
+    for t in tensors() {
+        crate::backend::check_on(device, t)?;
+    }
+    Ok(device)
 }
 
 /// An operand prepared for a backend (see `Operand::ready`).
@@ -359,8 +363,10 @@ fn binary_out_kernel(op: BinaryOp, a: Operand, b: Operand, out: &Tensor) -> Resu
     let shape = broadcast_shapes(a.shape(), b.shape())?;
     let (compute, out_dtype) = op.dtypes(result_type(&[a, b]))?;
     super::check_out(out, &shape, out_dtype)?;
-    if operands_device(&[a, b, Operand::Tensor(out)])? != out.device() {
-        bail!(Runtime, "Expected all tensors to be on the same device, but found at least two devices, {} and {}!", out.device(), operands_device(&[a, b])?);
+    for o in [a, b] {
+        if let Operand::Tensor(t) = o {
+            crate::backend::check_on(out.device(), t)?;
+        }
     }
     if out_dtype != out.dtype() {
         return out.copy_(&binary_kernel(op, a, b)?);
