@@ -82,7 +82,39 @@ def _jagged_string(values, offsets):
 
 # ---- JaggedTensor ----
 
-class JaggedTensor:
+class _JaggedData:
+    """The accessors JaggedTensor and KeyedJaggedTensor share: values and weights, and lengths and
+    offsets, each computed from the other when first asked for."""
+
+    def values(self):
+        return self._values
+
+    def weights(self):
+        if self._weights is None:
+            raise RuntimeError(f"this {type(self).__name__} has no weights")
+        return self._weights
+
+    def weights_or_none(self):
+        return self._weights
+
+    def lengths(self):
+        if self._lengths is None:
+            self._lengths = offsets_to_lengths(self._offsets)
+        return self._lengths
+
+    def lengths_or_none(self):
+        return self._lengths
+
+    def offsets(self):
+        if self._offsets is None:
+            self._offsets = lengths_to_offsets(self._lengths)
+        return self._offsets
+
+    def offsets_or_none(self):
+        return self._offsets
+
+
+class JaggedTensor(_JaggedData):
     """A batch of variable-length samples: `values` holds them one after another, `lengths` (or
     `offsets`, one longer) says where each ends. Each of lengths/offsets is computed from the
     other the first time it is asked for. `weights`, optional, has one entry per value.
@@ -174,33 +206,6 @@ class JaggedTensor:
     def device(self):
         return self._values.device
 
-    def lengths(self):
-        if self._lengths is None:
-            self._lengths = offsets_to_lengths(self._offsets)
-        return self._lengths
-
-    def lengths_or_none(self):
-        return self._lengths
-
-    def offsets(self):
-        if self._offsets is None:
-            self._offsets = lengths_to_offsets(self._lengths)
-        return self._offsets
-
-    def offsets_or_none(self):
-        return self._offsets
-
-    def values(self):
-        return self._values
-
-    def weights(self):
-        if self._weights is None:
-            raise RuntimeError("this JaggedTensor has no weights")
-        return self._weights
-
-    def weights_or_none(self):
-        return self._weights
-
     def to(self, device, non_blocking=False):
         """`self` on the CPU; another device is refused (see `_check_device`)."""
         _check_device(device)
@@ -254,7 +259,7 @@ def _cumsum_list(counts):
     return list(itertools.accumulate(counts, initial=0))
 
 
-class KeyedJaggedTensor:
+class KeyedJaggedTensor(_JaggedData):
     """A JaggedTensor per key, laid out key-major: `lengths` holds, for each key in turn, the
     `stride` (batch size) lengths of its samples, and `values` the values in that order.
 
@@ -389,33 +394,6 @@ class KeyedJaggedTensor:
 
     def keys(self):
         return self._keys
-
-    def values(self):
-        return self._values
-
-    def weights(self):
-        if self._weights is None:
-            raise RuntimeError("this KeyedJaggedTensor has no weights")
-        return self._weights
-
-    def weights_or_none(self):
-        return self._weights
-
-    def lengths(self):
-        if self._lengths is None:
-            self._lengths = offsets_to_lengths(self._offsets)
-        return self._lengths
-
-    def lengths_or_none(self):
-        return self._lengths
-
-    def offsets(self):
-        if self._offsets is None:
-            self._offsets = lengths_to_offsets(self._lengths)
-        return self._offsets
-
-    def offsets_or_none(self):
-        return self._offsets
 
     def stride(self):
         return self._stride
