@@ -83,7 +83,7 @@ def versions(*distributions):
         try:
             found.append(f"{name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
-            pass
+            continue  # not installed: nothing to report
     return ", ".join(found)
 
 

@@ -26,7 +26,7 @@ MAX_BUFFER_COUNT = 1000
 
 
 class RecMetricException(Exception):
-    pass
+    """TorchRec's error for a metric used wrongly (its name, for code that catches it)."""
 
 
 @dataclass(frozen=True)
