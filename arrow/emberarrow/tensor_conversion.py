@@ -7,6 +7,7 @@ Strings stay Python lists (a tensor cannot hold them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -15,12 +16,6 @@ import pyarrow as pa
 from emberarrow import _arrow
 from emberarrow import dtypes as dt
 from emberarrow.icolumn import ListColumn, MapColumn, NumericalColumn, StringColumn, _wrap
-
-_REC_ISSUE = (
-    "the sparse conversions (KeyedJaggedTensor) need emberrec's jagged tensors, which are not built "
-    "yet (issue 24, emberrec and ember-rec)"
-)
-
 
 @dataclass
 class WithPresence:
@@ -196,65 +191,294 @@ class KeyMajorJagged:
     row-major, which interleaves the keys: a bug not copied.)"""
 
     def __init__(self, *, fill_null=None, sigrid_hash=None, firstx=None):
-        if fill_null is not None and not _is_int(fill_null):
-            raise TypeError(f"KeyMajorJagged: fill_null must be an integer id or None, got {fill_null!r}")
-        if sigrid_hash is not None:
-            if not (isinstance(sigrid_hash, tuple) and len(sigrid_hash) == 2 and all(map(_is_int, sigrid_hash))):
-                raise TypeError(f"KeyMajorJagged: sigrid_hash must be a (salt, max_value) pair of integers, got {sigrid_hash!r}")
-            if sigrid_hash[1] <= 0:
-                raise ValueError(f"sigrid_hash: maxValue must be larger than 0, got {sigrid_hash[1]}")
-        if firstx is not None and (not _is_int(firstx) or firstx < 0):
-            raise ValueError(f"KeyMajorJagged: firstx must be an integer >= 0, got {firstx!r}")
-        self.steps = {"fill_null": fill_null, "sigrid_hash": sigrid_hash, "firstx": firstx}
+        self.steps = _id_steps("KeyMajorJagged", fill_null, sigrid_hash, firstx)
 
     def __call__(self, df):
-        from emberarrow.idataframe import DataFrame
+        features = _frame_features("KeyMajorJagged", df, False, self.steps)
+        return JaggedFeatures(features.keys, features.values, features.lengths)
 
-        if not isinstance(df, DataFrame):
-            raise TypeError(f"KeyMajorJagged needs a DataFrame, got {type(df).__name__}")
-        columns = [_id_buffers(name, df._column(name)) for name in df.columns]
-        values, lengths = _arrow.kernels().key_major(columns, **self.steps)  # ember tensors
-        return JaggedFeatures(df.columns, values, lengths)
+
+def _id_steps(who, fill_null, sigrid_hash, firstx):
+    """The checked steps the kernel applies to the ids on the way (see KeyMajorJagged)."""
+    if fill_null is not None and not _is_int(fill_null):
+        raise TypeError(f"{who}: fill_null must be an integer id or None, got {fill_null!r}")
+    if sigrid_hash is not None:
+        if not (isinstance(sigrid_hash, tuple) and len(sigrid_hash) == 2 and all(map(_is_int, sigrid_hash))):
+            raise TypeError(f"{who}: sigrid_hash must be a (salt, max_value) pair of integers, got {sigrid_hash!r}")
+        if sigrid_hash[1] <= 0:
+            raise ValueError(f"sigrid_hash: maxValue must be larger than 0, got {sigrid_hash[1]}")
+    if firstx is not None and (not _is_int(firstx) or firstx < 0):
+        raise ValueError(f"{who}: firstx must be an integer >= 0, got {firstx!r}")
+    return {"fill_null": fill_null, "sigrid_hash": sigrid_hash, "firstx": firstx}
+
+
+_NO_STEPS = {"fill_null": None, "sigrid_hash": None, "firstx": None}
 
 
 def _is_int(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def _id_buffers(name, col):
-    """(offsets or None, int64 ids, validity bits, bit offset) of an id column, for the kernels."""
+# ---- the sparse conversions of TorchArrow's ``rec`` module, and emberrec's KeyedJaggedTensor ----
+#
+# All of them come from one key-major pass of the Rust kernel over the id columns (the same as
+# KeyMajorJagged): ``values`` holds every id of key 0, then of key 1, ...; ``lengths[k * rows + r]``
+# is the number of ids of key k in row r. A null list (or map) gives its row no ids; a null id or
+# weight inside a list raises ValueError. Per-key parts are views of those two tensors. Weighted
+# features are lists of (id, weight) structs, TorchArrow's ARRAY<ROW<BIGINT, REAL>>, or maps
+# id -> weight; their weights come out float32 (REAL), in the same key-major order.
+
+_IDS = "lists of integer ids (List(int64)) or integer ids"
+_WEIGHTED_IDS = "lists of (id, weight) pairs (List(Struct([Field('id', int64), Field('weight', float32)]))) or Map(int64, float32)"
+
+
+@dataclass
+class _IdColumn:
+    """One feature column as the kernel reads it (offsets or None, int64 ids, validity bits, bit
+    offset) and, weighted, its flat weights (the items ``offsets`` index) and row validity."""
+
+    buffers: tuple
+    weights: Any = None
+    valid: Any = None
+
+    def kept_weights(self, firstx):
+        """The weights of the ids the kernel keeps: none of a null row, the first ``firstx`` of a list."""
+        offsets = self.buffers[0]
+        lengths = np.diff(offsets)
+        if self.valid.all() and (firstx is None or not len(lengths) or lengths.max() <= firstx):
+            return self.weights
+        rows = np.repeat(np.arange(len(lengths)), lengths)
+        keep = self.valid[rows]
+        if firstx is not None:
+            keep &= np.arange(len(rows)) - offsets[:-1][rows] < firstx
+        return self.weights[keep]
+
+
+def _where(name):
+    return "the column" if name is None else f"column {name!r}"
+
+
+def _id_column(who, name, col):
     if isinstance(col, ListColumn) and dt.is_integer(col.dtype.item_dtype):
         offsets, flat = _arrow.list_parts(col._data)
         if flat.null_count:
-            raise ValueError(f"KeyMajorJagged: column {name!r} holds null ids; fill_null first")
-        return (offsets.astype(np.int32, copy=False), _arrow.int64_values(flat), *_arrow.validity_bits(col._data))
+            raise ValueError(f"{who}: {_where(name)} holds null ids; fill_null first")
+        return _IdColumn((offsets.astype(np.int32, copy=False), _arrow.int64_values(flat), *_arrow.validity_bits(col._data)))
     if isinstance(col, NumericalColumn) and dt.is_integer(col.dtype):
-        return (None, _arrow.int64_values(col._data), *_arrow.validity_bits(col._data))
-    raise TypeError(f"KeyMajorJagged: column {name!r} is {col.dtype}, not integer ids or lists of them")
+        return _IdColumn((None, _arrow.int64_values(col._data), *_arrow.validity_bits(col._data)))
+    hint = " (weighted features need weighted=True)" if _is_weighted_dtype(col.dtype) else ""
+    raise TypeError(f"{who}: {_where(name)} is {col.dtype}, expected {_IDS}{hint}")
 
 
-class _Sparse:
-    def __init__(self, *args, **kwargs):
-        self.args, self.kwargs = args, kwargs
+def _is_weighted_dtype(dtype):
+    if dt.is_map(dtype):
+        return dt.is_integer(dtype.key_dtype) and dt.is_floating(dtype.item_dtype)
+    if dt.is_list(dtype) and dt.is_struct(dtype.item_dtype):
+        fields = dtype.item_dtype.fields
+        return len(fields) == 2 and dt.is_integer(fields[0].dtype) and dt.is_floating(fields[1].dtype)
+    return False
+
+
+def _weighted_id_column(who, name, col):
+    if not _is_weighted_dtype(col.dtype):
+        raise TypeError(f"{who}: {_where(name)} is {col.dtype}, expected {_WEIGHTED_IDS} (weighted=True)")
+    if isinstance(col, MapColumn):
+        offsets, ids, weights = _arrow.map_parts(col._data)
+    else:
+        offsets, pairs = _arrow.list_parts(col._data)
+        if pairs.null_count:
+            raise ValueError(f"{who}: {_where(name)} holds null (id, weight) pairs; drop or fill them first")
+        ids, weights = pairs.field(0), pairs.field(1)
+    if ids.null_count:
+        raise ValueError(f"{who}: {_where(name)} holds null ids; fill_null first")
+    if weights.null_count:
+        raise ValueError(f"{who}: {_where(name)} holds null weights; fill_null first")
+    buffers = (offsets.astype(np.int32, copy=False), _arrow.int64_values(ids), *_arrow.validity_bits(col._data))
+    return _IdColumn(buffers, _arrow.numpy_values(weights).astype(np.float32, copy=False), _arrow.validity(col._data))
+
+
+@dataclass
+class _SparseFeatures:
+    """The kernel's key-major ``values`` (int64) and ``lengths`` (int32) of ``keys`` over ``rows``
+    rows, and the weights (float32) in the same order, or None."""
+
+    keys: list
+    rows: int
+    values: Any
+    lengths: Any
+    weights: Any
+
+    def length_per_key(self):
+        return self._lengths_by_key().sum(1, dtype=np.int64).tolist()
+
+    def _lengths_by_key(self):
+        return self.lengths.numpy().reshape(len(self.keys), self.rows)
+
+    def per_key(self):
+        """Each key's (offsets, lengths, values, weights or None): views, but the offsets."""
+        lengths = self._lengths_by_key()
+        offsets = np.zeros((len(self.keys), self.rows + 1), dtype=np.int32)
+        np.cumsum(lengths, axis=1, out=offsets[:, 1:])
+        starts = np.concatenate([[0], np.cumsum(lengths.sum(1, dtype=np.int64))]).tolist()
+        parts = []
+        for k in range(len(self.keys)):
+            span = slice(starts[k], starts[k + 1])
+            weights = None if self.weights is None else self.weights[span]
+            parts.append((_tensor(offsets[k]), self.lengths[k * self.rows:(k + 1) * self.rows], self.values[span], weights))
+        return parts
+
+
+def _features(who, named_columns, weighted, steps):
+    """(name, column) pairs through one pass of the kernel into _SparseFeatures."""
+    read = _weighted_id_column if weighted else _id_column
+    columns = [read(who, name, col) for name, col in named_columns]
+    values, lengths = _arrow.kernels().key_major([c.buffers for c in columns], **steps)  # ember tensors
+    weights = None
+    if weighted:
+        weights = _tensor(np.concatenate([c.kept_weights(steps["firstx"]) for c in columns]).astype(np.float32, copy=False))
+    rows = len(named_columns[0][1])
+    return _SparseFeatures([name for name, _ in named_columns], rows, values, lengths, weights)
+
+
+def _frame_features(who, df, weighted, steps=_NO_STEPS):
+    from emberarrow.idataframe import DataFrame
+
+    if not isinstance(df, DataFrame):
+        raise TypeError(f"{who} needs a DataFrame of sparse feature columns, got {type(df).__name__}")
+    if not df.columns:
+        raise ValueError(f"{who} needs a DataFrame with at least one sparse feature column, got {df.dtype}")
+    return _features(who, [(name, df._column(name)) for name in df.columns], weighted, steps)
+
+
+def _check_weighted(who, weighted):
+    if not isinstance(weighted, (bool, np.bool_)):
+        raise TypeError(f"{who}: weighted must be True or False, got {weighted!r}")
+    return bool(weighted)
+
+
+def _check_option(who, option, kind):
+    if not isinstance(option, kind):
+        raise TypeError(f"{who}: expected a {kind.__name__}, got {option!r}")
+    return option
+
+
+def _with_weights(parts, weights):
+    """``parts`` then ``weights`` when the features are weighted, as a tuple."""
+    return (*parts, weights) if weights is not None else tuple(parts)
+
+
+class IndividualSparse:
+    """One sparse feature column as ``(offsets, lengths, values)``, or weighted
+    ``(offsets, lengths, values, weights)`` (TorchArrow's ``rec.IndividualSparse``): from lists of
+    integer ids (ARRAY<BIGINT>) or, ``weighted=True``, lists of (id, weight) pairs
+    (ARRAY<ROW<BIGINT, REAL>>) or maps id -> weight. Offsets and lengths are int32, values int64,
+    weights float32; a null row has no ids."""
+
+    def __init__(self, *, weighted):
+        self.weighted = _check_weighted("IndividualSparse", weighted)
+
+    def __call__(self, col):
+        from emberarrow.icolumn import Column
+        from emberarrow.idataframe import DataFrame
+
+        if isinstance(col, DataFrame) or not isinstance(col, Column):
+            raise TypeError(f"IndividualSparse converts one column (a frame of features takes PackedSparse or "
+                            f"JaggedSparse), got {getattr(col, 'dtype', type(col).__name__)}")
+        features = _features("IndividualSparse", [(None, col)], self.weighted, _NO_STEPS)
+        offsets, lengths, values, weights = features.per_key()[0]
+        return _with_weights((offsets, lengths, values), weights)
+
+
+class PackOption(Enum):
+    """What PackedSparse returns.
+
+    AS_PYDICT: ``{name: (offsets, lengths, values[, weights])}``, in column order.
+    AS_PYLIST: ``[lengths, values[, weights]]`` of each feature in turn, in one flat list.
+    """
+
+    AS_PYDICT = 1
+    AS_PYLIST = 2
+
+
+class PackedSparse:
+    """A frame of sparse feature columns, each converted alone as IndividualSparse would
+    (TorchArrow's ``rec.PackedSparse``), laid out as ``pack_option`` says; the tensors of every
+    feature are views of one key-major pass over all the columns."""
+
+    def __init__(self, *, weighted, pack_option=PackOption.AS_PYDICT):
+        self.weighted = _check_weighted("PackedSparse", weighted)
+        self.pack_option = _check_option("PackedSparse", pack_option, PackOption)
 
     def __call__(self, df):
-        raise NotImplementedError(f"{type(self).__name__}: {_REC_ISSUE}")
+        features = _frame_features("PackedSparse", df, self.weighted)
+        parts = features.per_key()
+        if self.pack_option is PackOption.AS_PYDICT:
+            return {key: _with_weights(p[:3], p[3]) for key, p in zip(features.keys, parts)}
+        return [tensor for p in parts for tensor in _with_weights(p[1:3], p[3])]
 
 
-class KeyedJaggedTensor(_Sparse):
-    """The frame's id-list columns as emberrec's KeyedJaggedTensor (not built yet: raises)."""
+class CombineOption(Enum):
+    """What JaggedSparse returns.
+
+    JAGGED: ``(keys, length_per_key, lengths, values[, weights])``, a KeyedJaggedTensor's parts.
+    COMBINED: ``(lengths, values[, weights])``, lengths as a (keys, rows) tensor.
+    JAGGED_WITH_OFFSET: ``(lengths, values[, weights], length_per_key, offset_per_key)``.
+    """
+
+    JAGGED = 1
+    COMBINED = 2
+    JAGGED_WITH_OFFSET = 3
 
 
-class JaggedSparse(_Sparse):
-    """TorchArrow's rec.JaggedSparse (not built yet: raises)."""
+class JaggedSparse:
+    """A frame of sparse feature columns combined into one key-major jagged layout (TorchArrow's
+    ``rec.JaggedSparse``), in the representation ``combine_option`` names: ``values`` holds every id
+    of the first column, then of the second...; ``lengths`` (int32) the number of ids of each
+    column in each row, column after column; ``length_per_key``/``offset_per_key`` Python lists."""
+
+    def __init__(self, *, weighted, combine_option=CombineOption.JAGGED):
+        self.weighted = _check_weighted("JaggedSparse", weighted)
+        self.combine_option = _check_option("JaggedSparse", combine_option, CombineOption)
+
+    def __call__(self, df):
+        f = _frame_features("JaggedSparse", df, self.weighted)
+        if self.combine_option is CombineOption.JAGGED:
+            return _with_weights((f.keys, f.length_per_key(), f.lengths, f.values), f.weights)
+        if self.combine_option is CombineOption.COMBINED:
+            return _with_weights((f.lengths.view(len(f.keys), f.rows), f.values), f.weights)
+        length_per_key = f.length_per_key()
+        offset_per_key = np.concatenate([[0], np.cumsum(length_per_key, dtype=np.int64)]).tolist()
+        return (*_with_weights((f.lengths, f.values), f.weights), length_per_key, offset_per_key)
 
 
-class PackedSparse(_Sparse):
-    """TorchArrow's rec.PackedSparse (not built yet: raises)."""
+class KeyedJaggedTensor:
+    """A frame of sparse feature columns as emberrec's ``KeyedJaggedTensor``: keys the column
+    names, values and lengths key-major (as TorchRec lays them out), stride the number of rows,
+    weights from (id, weight) lists or maps when ``weighted=True``. ``fill_null``, ``sigrid_hash``
+    and ``firstx`` apply the steps of TorchRec's torcharrow example to the ids on the way, as
+    KeyMajorJagged does (for weighted features, ``firstx`` keeps the weights of the ids it keeps).
+    Needs emberrec (``pip install emberrec``), imported when the conversion runs."""
+
+    def __init__(self, *, weighted=False, fill_null=None, sigrid_hash=None, firstx=None):
+        self.weighted = _check_weighted("KeyedJaggedTensor", weighted)
+        self.steps = _id_steps("KeyedJaggedTensor", fill_null, sigrid_hash, firstx)
+
+    def __call__(self, df):
+        keyed_jagged_tensor = _emberrec_keyed_jagged_tensor()
+        f = _frame_features("KeyedJaggedTensor", df, self.weighted, self.steps)
+        return keyed_jagged_tensor.from_lengths_sync(f.keys, f.values, f.lengths, weights=f.weights, stride=f.rows)
 
 
-class IndividualSparse(_Sparse):
-    """TorchArrow's rec.IndividualSparse (not built yet: raises)."""
+def _emberrec_keyed_jagged_tensor():
+    """emberrec's class, imported here: emberarrow does not depend on emberrec."""
+    try:
+        from emberrec.sparse.jagged_tensor import KeyedJaggedTensor as keyed_jagged_tensor
+    except ModuleNotFoundError as error:
+        if error.name is not None and error.name.split(".")[0] != "emberrec":
+            raise
+        raise ImportError("tensor_conversion.KeyedJaggedTensor builds emberrec's KeyedJaggedTensor, and emberrec "
+                          "is not installed: pip install emberrec (or emberarrow[rec])") from None
+    return keyed_jagged_tensor
 
 
 def to_tensor_tuple(df, conversions):
