@@ -2,7 +2,9 @@
 
 Numbers go through ``ember.from_numpy`` over the Arrow buffers: zero-copy for a column without
 nulls; a null slot becomes 0 and a nullable column comes as ``WithPresence(values, presence)``.
-Strings stay Python lists (a tensor cannot hold them).
+Strings stay Python lists (a tensor cannot hold them). Sparse id features go through one Rust pass
+into a key-major jagged layout: as its parts (KeyMajorJagged), as TorchArrow's ``rec`` conversions
+(JaggedSparse, PackedSparse, IndividualSparse) or as emberrec's KeyedJaggedTensor.
 """
 from __future__ import annotations
 
@@ -466,7 +468,9 @@ class KeyedJaggedTensor:
     def __call__(self, df):
         keyed_jagged_tensor = _emberrec_keyed_jagged_tensor()
         f = _frame_features("KeyedJaggedTensor", df, self.weighted, self.steps)
-        return keyed_jagged_tensor.from_lengths_sync(f.keys, f.values, f.lengths, weights=f.weights, stride=f.rows)
+        # The kernel's output is consistent by construction (lengths >= 0 that add up to the ids of
+        # each key), so the constructor's checks, a pass over every length, are skipped.
+        return keyed_jagged_tensor._trusted(f.keys, f.values, f.weights, f.lengths, f.rows, f.length_per_key())
 
 
 def _emberrec_keyed_jagged_tensor():

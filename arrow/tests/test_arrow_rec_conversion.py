@@ -92,6 +92,10 @@ def test_matches_a_numpy_reference_on_sliced_columns_beyond_one_kernel_chunk():
     assert np.array_equal(kjt.values().numpy(), expected_values)
     assert np.array_equal(kjt.weights().numpy(), np.array(expected_weights, np.float32))
     assert np.array_equal(kjt.lengths().numpy(), expected_lengths)
+    # emberrec's own constructor, which validates, takes the parts as they are.
+    checked = KeyedJaggedTensor(kjt.keys(), kjt.values(), weights=kjt.weights(), lengths=kjt.lengths())
+    per_key = np.reshape(expected_lengths, (len(keys), rows)).sum(1).tolist()
+    assert checked.length_per_key() == kjt.length_per_key() == per_key
 
 
 def test_empty_frames_and_empty_lists():
