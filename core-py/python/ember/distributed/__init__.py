@@ -7,5 +7,6 @@ accepted as an alias: both run on MPI). NCCL needs Ember's CUDA backend, which d
 See core-py/README.md for what works and what is not implemented."""
 from ember.distributed.distributed_c10d import *  # noqa: F403
 from ember.distributed.distributed_c10d import __all__ as _c10d_all
+from ember.distributed.distributed_c10d import _make_nccl_premul_sum  # noqa: F401  (torch.distributed has it)
 
 __all__ = list(_c10d_all)

@@ -1,0 +1,108 @@
+"""init_process_group's rendezvous in a real MPI job (started by test_distributed_store.py):
+`mpiexec -n 2 python distributed_init_checks.py OUT_DIR TCP_PORT TCP_PORT2 STALE_FILE`.
+
+Each check initialises the default group one way (tcp://, file://, store=) or expects a clear
+error, on every rank alike, then destroys the group; every rank writes its outcomes to
+OUT_DIR/rank{r}.json."""
+import datetime
+import json
+import os
+import sys
+import traceback
+
+import ember
+import ember.distributed as dist
+from ember.distributed.distributed_c10d import _get_default_store
+
+SECONDS = datetime.timedelta(seconds=20)
+RANK, SIZE = int(os.environ.get("PMI_RANK", -1)), int(os.environ.get("PMI_SIZE", -1))  # MPICH's numbering
+
+
+def collectives_work():
+    t = ember.ones(3) * (dist.get_rank() + 1)
+    dist.all_reduce(t)
+    assert t.tolist() == [3.0] * 3, t.tolist()
+    assert dist.get_world_size() == 2
+
+
+def store_is_shared():
+    """The group's store: what one rank sets, the other reads."""
+    store = _get_default_store()
+    store.set(f"hello/{dist.get_rank()}", str(dist.get_rank()))
+    assert store.get(f"hello/{1 - dist.get_rank()}") == str(1 - dist.get_rank()).encode()
+    dist.barrier()
+
+
+def expect(error_type, words, **init_args):
+    try:
+        dist.init_process_group("gloo", timeout=SECONDS, **init_args)
+    except error_type as error:
+        for w in words:
+            assert w in str(error), f"{w!r} not in {error}"
+        assert not dist.is_initialized()
+        return
+    dist.destroy_process_group()
+    raise AssertionError(f"expected {error_type.__name__}")
+
+
+def initialised(**init_args):
+    dist.init_process_group("gloo", timeout=SECONDS, **init_args)
+    try:
+        collectives_work()
+        store_is_shared()
+    finally:
+        dist.destroy_process_group()
+
+
+def main():
+    out_dir, port, port2, stale = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    checks = {
+        "tcp_with_rank_arguments": lambda: initialised(init_method=f"tcp://127.0.0.1:{port}", rank=RANK, world_size=SIZE),
+        "tcp_with_rank_in_the_url": lambda: initialised(
+            init_method=f"tcp://localhost:{port2}?rank={RANK}&world_size={SIZE}"),
+        "file": lambda: initialised(init_method=f"file://{out_dir}/rendezvous", rank=RANK, world_size=SIZE),
+        "store_argument": lambda: initialised(store=dist.FileStore(f"{out_dir}/given", SIZE), rank=RANK, world_size=SIZE),
+        "env_has_no_store": env_has_no_store,
+        "rank_parameter_missing": lambda: expect(ValueError, ["tcp:// rendezvous: rank parameter missing"],
+                                                 init_method=f"tcp://127.0.0.1:{port}"),
+        "ranks_must_match_mpi": lambda: expect(ValueError, ["rank is", "MPI started this process as rank"],
+                                               init_method=f"tcp://127.0.0.1:{port}", rank=1 - RANK, world_size=SIZE),
+        "world_size_must_match_mpi": lambda: expect(ValueError, ["world_size is 3"],
+                                                    init_method=f"file://{out_dir}/x?rank={RANK}&world_size=3"),
+        "unshared_store_times_out": unshared_store_times_out,
+        "another_jobs_store_is_refused": lambda: expect(RuntimeError, ["already used by another job", "fresh file"],
+                                                        init_method=f"file://{stale}", rank=RANK, world_size=SIZE),
+    }
+    outcomes = {}
+    for name, check in checks.items():
+        try:
+            check()
+            outcomes[name] = "ok"
+        except Exception:
+            outcomes[name] = traceback.format_exc()
+    with open(os.path.join(out_dir, f"rank{RANK}.json"), "w") as f:
+        json.dump(outcomes, f)
+
+
+def env_has_no_store():
+    dist.init_process_group("gloo", timeout=SECONDS)
+    try:
+        _get_default_store()
+        raise AssertionError("env:// opened a store")
+    except RuntimeError as error:
+        assert "no store" in str(error), error
+    finally:
+        dist.destroy_process_group()
+
+
+def unshared_store_times_out():
+    """Each rank has a store of its own (as with a file:// path that is not on a shared
+    filesystem): every rank sees only itself and raises once the store's timeout is over."""
+    store = dist.HashStore()
+    store.set_timeout(datetime.timedelta(seconds=1))
+    expect(dist.DistStoreError, [f"this rank sees only ranks [{RANK}] of 2", "the same store"],
+           store=store, rank=RANK, world_size=SIZE)
+
+
+if __name__ == "__main__":
+    main()
