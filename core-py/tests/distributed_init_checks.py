@@ -1,14 +1,18 @@
-"""init_process_group's rendezvous in a real MPI job (started by test_distributed_store.py):
+"""init_process_group's rendezvous, and DDP's mixed precision, in a real MPI job (started by
+test_distributed_store.py):
 `mpiexec -n 2 python distributed_init_checks.py OUT_DIR TCP_PORT TCP_PORT2 STALE_FILE`.
 
 Each check initialises the default group one way (tcp://, file://, store=) or expects a clear
 error, on every rank alike, then destroys the group; every rank writes its outcomes to
 OUT_DIR/rank{r}.json."""
+import copy
 import datetime
 import json
 import os
 import sys
 import traceback
+
+import numpy as np
 
 import ember
 import ember.distributed as dist
@@ -72,6 +76,7 @@ def main():
         "unshared_store_times_out": unshared_store_times_out,
         "another_jobs_store_is_refused": lambda: expect(RuntimeError, ["already used by another job", "fresh file"],
                                                         init_method=f"file://{stale}", rank=RANK, world_size=SIZE),
+        "ddp_mixed_precision": ddp_mixed_precision,
     }
     outcomes = {}
     for name, check in checks.items():
@@ -102,6 +107,87 @@ def unshared_store_times_out():
     store.set_timeout(datetime.timedelta(seconds=1))
     expect(dist.DistStoreError, [f"this rank sees only ranks [{RANK}] of 2", "the same store"],
            store=store, rank=RANK, world_size=SIZE)
+
+
+class Scale(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", ember.full((1,), 0.5, dtype=ember.float64))
+
+    def forward(self, x):
+        return x * self.scale
+
+
+def _model64():
+    ember.manual_seed(0)
+    nn = ember.nn
+    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), Scale(), nn.Linear(16, 3)).double()
+
+
+def _reference(x, y, steps):
+    """Full precision (float64) parameters trained on the whole batch with float32 gradients:
+    what DDP with param_dtype=float32 computes, on one process."""
+    model = _model64()
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        low = copy.deepcopy(model).float()
+        ((low(x.float()) - y.float()) ** 2).mean().backward()
+        for p, q in zip(model.parameters(), low.parameters()):
+            p.grad = q.grad.double()
+        opt.step()
+    return [p.detach().numpy().copy() for p in model.parameters()]
+
+
+def _train_ddp(ddp, x, y, steps):
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1)
+    half = x.shape[0] // SIZE
+    xs, ys = x[RANK * half:(RANK + 1) * half], y[RANK * half:(RANK + 1) * half]
+    for _ in range(steps):
+        opt.zero_grad()
+        out = ddp(xs)
+        assert out.dtype == ember.float32, out.dtype
+        ((out - ys) ** 2).mean().backward()
+        assert all(p.dtype == ember.float64 and p.grad.dtype == ember.float64 for p in ddp.parameters())
+        opt.step()
+    return [p.detach().numpy().copy() for p in ddp.parameters()]
+
+
+def _close(got, want, tol):
+    for g, w in zip(got, want):
+        assert np.allclose(g, w, rtol=tol, atol=tol), f"max error {np.abs(g - w).max()}"
+
+
+def ddp_mixed_precision():
+    from ember.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    from ember.nn.parallel.distributed import DistributedDataParallel as DDP, _MixedPrecision
+    rng = np.random.default_rng(3)
+    x = ember.from_numpy(rng.standard_normal((16, 6)))
+    y = ember.from_numpy(rng.standard_normal((16, 3)))
+    want = _reference(x, y, 3)
+    dist.init_process_group("gloo", timeout=SECONDS)
+    try:
+        ddp = DDP(_model64(), mixed_precision=_MixedPrecision(param_dtype=ember.float32, buffer_dtype=ember.float32))
+        assert ddp.module[2].scale.dtype == ember.float32  # buffers are cast once
+        _close(_train_ddp(ddp, x, y, 3), want, 1e-5)
+        assert all(p.dtype == ember.float64 for p in ddp.module.state_dict().values() if p.dim() > 1)
+
+        seen = set()
+
+        def recording_hook(state, bucket):
+            seen.add(bucket.buffer().dtype)
+            return allreduce_hook(state, bucket)
+        ddp = DDP(_model64(), mixed_precision=_MixedPrecision(ember.float32, ember.bfloat16, ember.float32))
+        ddp.register_comm_hook(None, recording_hook)
+        _close(_train_ddp(ddp, x, y, 3), want, 2e-2)
+        assert seen == {ember.bfloat16}, seen
+        for bad, error in ((_MixedPrecision(param_dtype=ember.int32), ValueError), (object(), TypeError)):
+            try:
+                DDP(_model64(), mixed_precision=bad)
+            except error:
+                continue
+            raise AssertionError(f"mixed_precision={bad!r} must raise {error.__name__}")
+    finally:
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

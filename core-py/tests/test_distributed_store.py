@@ -20,10 +20,20 @@ HERE = pathlib.Path(__file__).resolve().parent
 SHORT = datetime.timedelta(milliseconds=200)
 
 
+def free_ports(n):
+    """`n` distinct ports free right now (held open together, so none comes back twice)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 @pytest.fixture
@@ -128,8 +138,10 @@ def test_tcp_store_master_waits_for_world_size_and_port_rules():
     def second():
         time.sleep(0.1)
         joined.append(dist.TCPStore("127.0.0.1", port, world_size=2, timeout=datetime.timedelta(seconds=5)))
-    threading.Thread(target=second).start()
+    thread = threading.Thread(target=second)
+    thread.start()
     master = dist.TCPStore("127.0.0.1", port, world_size=2, is_master=True, timeout=datetime.timedelta(seconds=5))
+    thread.join()
     assert joined and master.port == port and master.host == "127.0.0.1"
     assert master.add("init/", 0) == 0 and master.get("init/") == b"0"  # user keys never meet the counter
     with pytest.raises(dist.DistNetworkError, match="failed to listen"):
@@ -295,13 +307,16 @@ def test_init_process_group_rendezvous_on_two_mpi_processes(tmp_path):
     pytest.importorskip("mpi4py")
     from ember.distributed.run import mpiexec
     stale = str(tmp_path / "stale")
-    dist.FileStore(stale).compare_set("default_pg/mpi_job", "", "another job")  # left by an earlier job
+    other_job = dist.FileStore(stale)  # another job, still using the file
+    other_job.compare_set("default_pg/mpi_job", "", "another job")
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
     done = subprocess.run([mpiexec(), "-n", "2", sys.executable, str(HERE / "distributed_init_checks.py"),
-                           str(tmp_path), str(free_port()), str(free_port()), stale],
+                           str(tmp_path), *map(str, free_ports(2)), stale],
                           capture_output=True, text=True, timeout=150, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    del other_job
+    reports = [tmp_path / f"rank{r}.json" for r in range(2)]
+    results = [json.loads(p.read_text()) if p.exists() else {"report": "missing"} for p in reports]
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}\n{results}"
     for rank, outcomes in enumerate(results):
         failures = {name: text for name, text in outcomes.items() if text != "ok"}
         assert not failures, f"rank {rank}:\n" + "\n".join(f"{n}: {t}" for n, t in failures.items())

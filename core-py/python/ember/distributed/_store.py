@@ -296,7 +296,7 @@ class _Server:
     per connected client. Shared by the multi-tenant stores of a process that name its port."""
 
     _by_port = {}
-    _lock = threading.Lock()
+    _lock = threading.RLock()  # reentrant: a TCPStore's finalizer may run (GC) while acquire holds it
 
     def __init__(self, listener):
         self._listener = listener
@@ -543,11 +543,12 @@ def _replay(raw):
 
 
 @contextlib.contextmanager
-def _locked_table(path, create=True):
-    """The file's keys as a _Table, under an exclusive lock; what the block changes is appended."""
+def _locked_table(path, create=True, patience=None):
+    """The file's keys as a _Table, under an exclusive lock (waiting for it at most `patience`
+    seconds when given, else TimeoutError); what the block changes is appended."""
     fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _flock(fd, patience)
         with os.fdopen(os.dup(fd), "r+b") as file:
             table = _Table(_replay(file.read()))
             yield table
@@ -561,15 +562,33 @@ def _locked_table(path, create=True):
         os.close(fd)  # also releases the lock
 
 
+def _flock(fd, patience):
+    if patience is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the file stayed locked") from None
+            time.sleep(0.01)
+
+
 def _leave_file_store(path, world_size):
-    """One user of the file is done; the last of `world_size` users removes it (as torch)."""
+    """One user of the file is done; the last of `world_size` users removes it (as torch). Runs
+    as a finalizer, maybe while this very thread holds the file's lock (a FileStore collected in
+    the middle of another's operation): so it waits for the lock a little only, and otherwise
+    leaves the file as it is."""
     try:
-        with _locked_table(path, create=False) as table:
+        with _locked_table(path, create=False, patience=1.0) as table:
             done = table.add(_DONE_KEY, 1)
             users = table.add(_USERS_KEY, -1)
         if users == 0 and world_size >= 0 and done >= world_size:
             os.remove(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, TimeoutError):
         pass
 
 
