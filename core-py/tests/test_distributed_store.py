@@ -156,7 +156,8 @@ def test_tcp_store_master_waits_for_world_size_and_port_rules():
 
 def test_tcp_store_clients_fail_clearly_without_a_master():
     port = free_port()
-    with pytest.raises(dist.DistNetworkError, match=rf"timed out after 200ms while trying to connect to \(127.0.0.1, {port}\)"):
+    refused = rf"timed out after 200ms while trying to connect to \(127.0.0.1, {port}\)"
+    with pytest.raises(dist.DistNetworkError, match=refused):
         dist.TCPStore("127.0.0.1", port, timeout=SHORT)
     master = dist.TCPStore("127.0.0.1", port, is_master=True, timeout=datetime.timedelta(seconds=5))
     client = dist.TCPStore("127.0.0.1", port, timeout=datetime.timedelta(seconds=5))

@@ -196,8 +196,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
 
     With a store, every rank then checks that it reached the same store as the rest of its MPI
     job (a store another job uses, or a file:// path that is not shared, raises); collectives
-    still run over MPI. `timeout` (default 30 minutes) bounds the rendezvous and every operation:
-    past it, or as soon as another rank fails, operations raise DistBackendError."""
+    still run over MPI. `timeout` (default 30 minutes) bounds the rendezvous (with `store=`, the
+    store's own timeout bounds its waits) and every operation: past it, or as soon as another
+    rank fails, operations raise DistBackendError."""
     if _State.default is not None:
         raise ValueError("trying to initialize the default process group twice!")
     if store is not None and init_method is not None:
