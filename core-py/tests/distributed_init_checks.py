@@ -1,5 +1,5 @@
-"""init_process_group's rendezvous, and DDP's mixed precision, in a real MPI job (started by
-test_distributed_store.py):
+"""init_process_group's rendezvous, DDP's mixed precision and FSDP's no_sync, in a real MPI job
+(started by test_distributed_store.py):
 `mpiexec -n 2 python distributed_init_checks.py OUT_DIR TCP_PORT TCP_PORT2 STALE_FILE`.
 
 Each check initialises the default group one way (tcp://, file://, store=) or expects a clear
@@ -77,6 +77,7 @@ def main():
         "another_jobs_store_is_refused": lambda: expect(RuntimeError, ["already used by another job", "fresh file"],
                                                         init_method=f"file://{stale}", rank=RANK, world_size=SIZE),
         "ddp_mixed_precision": ddp_mixed_precision,
+        "fsdp_no_sync_accumulates_then_reduces": fsdp_no_sync_accumulates_then_reduces,
     }
     outcomes = {}
     for name, check in checks.items():
@@ -186,6 +187,43 @@ def ddp_mixed_precision():
             except error:
                 continue
             raise AssertionError(f"mixed_precision={bad!r} must raise {error.__name__}")
+    finally:
+        dist.destroy_process_group()
+
+
+def _mlp32():
+    ember.manual_seed(0)
+    nn = ember.nn
+    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3))
+
+
+def fsdp_no_sync_accumulates_then_reduces():
+    """A no_sync backward on the first half of each rank's rows, then a synchronised one on the
+    second half: the shards get the rank average of the two half-batch gradients' sum, which is
+    twice the whole batch's mean gradient."""
+    from ember.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+    from ember.distributed.fsdp.wrap import ModuleWrapPolicy
+    rng = np.random.default_rng(4)
+    x = ember.from_numpy(rng.standard_normal((16, 6)).astype(np.float32))
+    y = ember.from_numpy(rng.standard_normal((16, 3)).astype(np.float32))
+    ref = _mlp32()
+    ((ref(x) - y) ** 2).mean().backward()
+    ember.optim.SGD(ref.parameters(), lr=0.2).step()  # lr 0.1 on twice the gradient
+    want = ref.state_dict()
+    rows = x.shape[0] // SIZE
+    xs, ys = x[RANK * rows:(RANK + 1) * rows], y[RANK * rows:(RANK + 1) * rows]
+    dist.init_process_group("gloo", timeout=SECONDS)
+    try:
+        for strategy in (ShardingStrategy.FULL_SHARD, ShardingStrategy.SHARD_GRAD_OP, ShardingStrategy.NO_SHARD):
+            model = FSDP(_mlp32(), sharding_strategy=strategy, auto_wrap_policy=ModuleWrapPolicy([ember.nn.Linear]))
+            with model.no_sync():
+                ((model(xs[:rows // 2]) - ys[:rows // 2]) ** 2).mean().backward()
+            assert all(p.grad is None for p in model.parameters()), "no_sync must not reduce"
+            ((model(xs[rows // 2:]) - ys[rows // 2:]) ** 2).mean().backward()
+            ember.optim.SGD(model.parameters(), lr=0.1).step()
+            got = model.state_dict()
+            for k in want:
+                _close([got[k].numpy()], [want[k].numpy()], 1e-5)
     finally:
         dist.destroy_process_group()
 
