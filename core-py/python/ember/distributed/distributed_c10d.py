@@ -207,7 +207,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         _check_store_arguments(store, world_size, rank)
     name = _check_backend(backend)
     timeout = _check_timeout(timeout)
-    url = init_method if store is not None or init_method is not None else "env://"
+    url = None if store is not None else init_method or "env://"
     if url is not None and not isinstance(url, str):
         raise RuntimeError(f"`url` must be a string. {type(url)}: {url}")
     given_rank, given_size = _node_arguments(url, rank, world_size)
