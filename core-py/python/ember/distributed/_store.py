@@ -362,19 +362,25 @@ class _Server:
 
     def _serve(self, conn):
         with conn:
-            while True:
-                try:
-                    command, *args = _recv_fields(conn)
-                except (OSError, ValueError, struct.error):  # the client left, or spoke another protocol
-                    return
-                try:
-                    answer = [_OK] + (self._commands[command](*args) or [])
-                except (DistStoreError, ValueError, TypeError, KeyError) as error:
-                    answer = [_ERROR, type(error).__name__.encode(), str(error).encode()]
-                try:
-                    conn.sendall(_pack(answer))
-                except OSError:
-                    return
+            while self._answer(conn):
+                pass
+        self._connections.remove(conn)
+
+    def _answer(self, conn):
+        """Answers one request; False once the client has left (or spoke another protocol)."""
+        try:
+            command, *args = _recv_fields(conn)
+        except (OSError, ValueError, struct.error):
+            return False
+        try:
+            answer = [_OK] + (self._commands[command](*args) or [])
+        except (DistStoreError, ValueError, TypeError, KeyError) as error:
+            answer = [_ERROR, type(error).__name__.encode(), str(error).encode()]
+        try:
+            conn.sendall(_pack(answer))
+        except OSError:
+            return False
+        return True
 
     def _close(self):
         try:
@@ -382,7 +388,7 @@ class _Server:
         except OSError:
             pass
         self._listener.close()
-        for conn in self._connections:
+        for conn in list(self._connections):
             try:
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -514,7 +520,8 @@ class TCPStore(Store):
 
 # ---- FileStore ----
 # The file is a log of records, appended under an exclusive flock: b"S" key value (set) or b"D"
-# key (delete), each string with its length. Readers replay it to get the current keys.
+# key (delete), each string with its length. Each FileStore keeps the keys it has read and where
+# it stopped, and replays only the records appended since.
 _LENGTH = struct.Struct("!Q")
 _USERS_KEY, _DONE_KEY = "\0users", "\0done"  # bookkeeping; user keys start with "/"
 
@@ -526,8 +533,9 @@ def _record(kind, key, value=None):
     return b"".join(parts)
 
 
-def _replay(raw):
-    data, at = {}, 0
+def _replay(raw, data):
+    """Applies the records of `raw` to the dict `data`."""
+    at = 0
     while at < len(raw):
         kind = raw[at:at + 1]
         (size,) = _LENGTH.unpack_from(raw, at + 1)
@@ -539,25 +547,42 @@ def _replay(raw):
             at += 8 + size
         else:
             data.pop(key, None)
-    return data
+
+
+class _Replayed:
+    """The keys of a FileStore's file as far as `position`, where the next reading starts."""
+
+    def __init__(self):
+        self.data, self.position = {}, 0
 
 
 @contextlib.contextmanager
-def _locked_table(path, create=True, patience=None):
+def _locked_table(path, replayed=None, create=True, patience=None):
     """The file's keys as a _Table, under an exclusive lock (waiting for it at most `patience`
-    seconds when given, else TimeoutError); what the block changes is appended."""
+    seconds when given, else TimeoutError); what the block changes is appended. `replayed`
+    (updated here) saves reading the records it has already seen."""
+    replayed = replayed or _Replayed()
     fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
     try:
         _flock(fd, patience)
         with os.fdopen(os.dup(fd), "r+b") as file:
-            table = _Table(_replay(file.read()))
-            yield table
+            end = file.seek(0, os.SEEK_END)
+            if end < replayed.position:  # the file was removed and made again: start over
+                replayed.data, replayed.position = {}, 0
+            file.seek(replayed.position)
+            _replay(file.read(), replayed.data)
+            table = _Table(replayed.data)
+            try:
+                yield table
+            except BaseException:
+                replayed.data, replayed.position = {}, 0  # the block may have changed keys it did not write
+                raise
             log = b"".join(_record(b"S", k.encode(), table.data[k]) if k in table.data else _record(b"D", k.encode())
                            for k in sorted(table.changed))
-            if log:
-                file.seek(0, os.SEEK_END)
-                file.write(log)
-                file.flush()
+            file.seek(0, os.SEEK_END)
+            file.write(log)
+            file.flush()
+            replayed.position = file.tell()
     finally:
         os.close(fd)  # also releases the lock
 
@@ -608,12 +633,13 @@ class FileStore(Store):
             raise ValueError(f"FileStore: world_size must be a positive int or -1, but got {world_size!r}")
         self.path = file_name
         self.world_size = world_size
+        self._replayed = _Replayed()
         with self._table() as table:
             table.add(_USERS_KEY, 1)
         weakref.finalize(self, _leave_file_store, file_name, world_size)
 
     def _table(self):
-        return _locked_table(self.path)
+        return _locked_table(self.path, self._replayed)
 
     def _update(self, operation, *args):
         with self._table() as table:
