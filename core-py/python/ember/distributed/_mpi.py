@@ -32,7 +32,9 @@ def require_mpi():
 
 
 class ReduceOp:
-    """The reduction of all_reduce, reduce and reduce_scatter (torch.distributed.ReduceOp)."""
+    """The reduction of all_reduce, reduce and reduce_scatter (torch.distributed.ReduceOp): the
+    class attributes (ReduceOp.SUM, ...), or an instance wrapping one, as `ReduceOp(ReduceOp.MAX)`
+    and `_make_nccl_premul_sum(factor)` make."""
 
     class RedOpType(enum.Enum):
         SUM = 0
@@ -59,6 +61,23 @@ class ReduceOp:
     BXOR = RedOpType.BXOR
     PREMUL_SUM = RedOpType.PREMUL_SUM
     UNUSED = RedOpType.UNUSED
+
+    def __init__(self, op=RedOpType.SUM, factor=None):
+        if not isinstance(op, ReduceOp.RedOpType):
+            raise TypeError(f"ReduceOp: expected a ReduceOp.RedOpType, but got {op!r}")
+        self.op = op
+        self.factor = factor  # PREMUL_SUM's multiplier
+
+    def __eq__(self, other):
+        if isinstance(other, ReduceOp):
+            return self.op == other.op and self.factor == other.factor
+        return self.op == other
+
+    def __hash__(self):
+        return hash(self.op)
+
+    def __repr__(self):
+        return f"ReduceOp({self.op.name})" if self.factor is None else f"ReduceOp({self.op.name}, factor={self.factor!r})"
 
 
 # dtype code (sent in collective fingerprints), NumPy type of the buffer view
@@ -146,16 +165,25 @@ def mpi_op(op, dtype):
 
 
 def check_reduce_op(op, dtype, what):
+    """The ReduceOp.RedOpType of `op` (a ReduceOp instance gives its own), checked against `dtype`."""
+    if isinstance(op, ReduceOp):
+        op = op.op
     if not isinstance(op, ReduceOp.RedOpType):
         raise TypeError(f"{what}: op must be a ReduceOp, but got {op!r}")
-    if op in (ReduceOp.PREMUL_SUM, ReduceOp.UNUSED):
-        raise NotImplementedError(f"{what}: ReduceOp.{op.name} is not supported by ember.distributed")
+    if op == ReduceOp.PREMUL_SUM:
+        # As torch's Gloo and MPI backends: only NCCL implements it.
+        raise RuntimeError(f"{what}: Cannot use ReduceOp.PREMUL_SUM with MPI or Gloo (ember.distributed's CPU "
+                           "backends); as in torch, only NCCL supports it: multiply the tensor by the factor, then "
+                           "use ReduceOp.SUM")
+    if op == ReduceOp.UNUSED:
+        raise ValueError(f"{what}: Unhandled ReduceOp UNUSED")
     if op == ReduceOp.AVG and dtype not in FLOATING + COMPLEX:
         raise ValueError(f"{what}: ReduceOp.AVG needs a floating point tensor, but got {dtype}")
     if op in (ReduceOp.MIN, ReduceOp.MAX) and dtype in COMPLEX:
         raise ValueError(f"{what}: ReduceOp.{op.name} is not defined for complex tensors")
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and (dtype in FLOATING + COMPLEX):
         raise ValueError(f"{what}: ReduceOp.{op.name} needs an integer or bool tensor, but got {dtype}")
+    return op
 
 
 def _mpi_type(dtype):

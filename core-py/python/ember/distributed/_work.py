@@ -46,6 +46,14 @@ class DistBackendError(DistError):
     """The communication backend failed: a timeout, or another rank failed (torch's DistBackendError)."""
 
 
+class DistStoreError(DistError):
+    """A store operation failed, e.g. a key was not set within the timeout (torch's DistStoreError)."""
+
+
+class DistNetworkError(DistError):
+    """A store could not listen, connect, or lost its connection (torch's DistNetworkError)."""
+
+
 class _Health:
     """Process-wide failure state: the first failure seen, and the failure-notice channel."""
 

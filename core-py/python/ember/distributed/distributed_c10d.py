@@ -7,16 +7,22 @@ memory (see _work.py for deadlines and failure notices)."""
 import datetime
 import os
 import pickle
+import secrets
+import socket
 import warnings
+from urllib.parse import urlparse
 
 import numpy as np
 
 import ember
 from ember.distributed import _mpi
 from ember.distributed._mpi import ReduceOp, check_reduce_op, check_tensor, dtype_code, mpi_buffer, mpi_op, mpi_vector, view
-from ember.distributed._work import Channel, DistBackendError, DistError, Last, Work, health
+from ember.distributed._store import FileStore, HashStore, PrefixStore, Store, TCPStore
+from ember.distributed._work import (Channel, DistBackendError, DistError, DistNetworkError, DistStoreError, Last, Work,
+                                     health)
+from ember.distributed.constants import default_pg_timeout
+from ember.distributed.rendezvous import query_dict, register_rendezvous_handler, rendezvous
 
-default_pg_timeout = datetime.timedelta(minutes=30)
 _FINGERPRINT = 16  # int64 words: operation, reduction, dtype, root, numel, ndim, up to 10 dims
 # Fixed codes (the same on every rank whatever it ran first) for the fingerprints.
 _OPERATIONS = {name: code for code, name in enumerate((
@@ -47,8 +53,9 @@ class Backend(str):
 class ProcessGroup:
     """A set of ranks that run collectives together (the default group holds every rank)."""
 
-    def __init__(self, comm, ranks, backend, timeout, name):
+    def __init__(self, comm, ranks, backend, timeout, name, store=None):
         self._channel = Channel(comm, timeout)
+        self._store = store
         self._ranks = list(ranks)
         self._backend = backend
         self._timeout = timeout
@@ -137,49 +144,164 @@ def _check_launch(world, world_size, rank):
                              f"of {size}; {hint}")
 
 
-def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
-                       group_name="", pg_options=None, device_id=None):
-    """Initialises the default process group over every process MPI started.
-
-    `backend` is "mpi" (the default for CPU tensors) or "gloo", which runs on the same MPI engine
-    so torch scripts port unchanged; "nccl" raises NotImplementedError until Ember has a CUDA
-    backend. MPI does the rendezvous, so `init_method` may only be "env://" (the default):
-    RANK/WORLD_SIZE and `rank`/`world_size`, when given, must match the ranks MPI assigned
-    (MASTER_ADDR/MASTER_PORT are not needed). `timeout` (default 30 minutes) bounds every
-    operation: past it, or as soon as another rank fails, operations raise DistBackendError."""
-    if _State.default is not None:
-        raise ValueError("trying to initialize the default process group twice!")
+def _check_backend(backend):
     name = Backend(backend or Backend.MPI)
     if name == Backend.NCCL:
         raise NotImplementedError("init_process_group(backend='nccl') needs Ember's CUDA backend, which does not exist "
                                   "yet; use backend='mpi' (or 'gloo') for CPU processes")
     if name == Backend.UNDEFINED:
         raise ValueError("init_process_group: backend 'undefined' cannot be initialised")
-    if init_method not in (None, "env://"):
-        raise NotImplementedError(f"init_process_group(init_method={init_method!r}): MPI does the rendezvous, "
-                                  "so only 'env://' is supported")
+    return name
+
+
+def _check_store_arguments(store, world_size, rank):
+    if not isinstance(store, Store):
+        raise TypeError(f"init_process_group: store must be an ember.distributed.Store, but got {type(store).__name__}")
+    if not world_size > 0:
+        raise ValueError("world_size must be positive if using store")
+    if not rank >= 0:
+        raise ValueError("rank must be non-negative if using store")
+
+
+def _node_arguments(url, rank, world_size):
+    """The rank and world size that the arguments and the URL's query give (-1: not given)."""
+    for what, value in (("rank", rank), ("world_size", world_size)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"init_process_group: {what} must be an int, but got {type(value).__name__}")
+    query = query_dict(urlparse(url).query) if url is not None else {}
+    if ("rank" in query and rank != -1) or ("world_size" in query and world_size != -1):
+        raise ValueError(f"The url: {url} has node-specific arguments(rank, world_size) already.")
+    try:
+        return int(query.get("rank", rank)), int(query.get("world_size", world_size))
+    except ValueError:
+        raise ValueError(f"init_process_group: rank and world_size in {url} must be integers") from None
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
+                       group_name="", pg_options=None, device_id=None):
+    """Initialises the default process group over every process MPI started.
+
+    `backend` is "mpi" (the default for CPU tensors) or "gloo", which runs on the same MPI engine
+    so torch scripts port unchanged; "nccl" raises NotImplementedError until Ember has a CUDA
+    backend. The processes come from MPI (`mpiexec`, or `python -m ember.distributed.run`), which
+    has already numbered them, so every rank or world size given must match MPI's:
+
+    - `init_method="env://"` (the default): RANK/WORLD_SIZE and `rank`/`world_size`, when given,
+      are checked; MPI did the rendezvous, so no store is opened (MASTER_ADDR/PORT are not needed).
+    - `init_method="tcp://host:port"` or `"file:///path"` (or a scheme registered with
+      `register_rendezvous_handler`): torch's rendezvous, with `rank` and `world_size` required
+      (as arguments or in the URL's query: "tcp://host:port?rank=0&world_size=2"); rank 0 serves a
+      TCPStore, or every rank opens the FileStore.
+    - `store=` (with `rank` and `world_size`, not with `init_method`): that store.
+
+    With a store, every rank then checks that it reached the same store as the rest of its MPI
+    job (a store another job uses, or a file:// path that is not shared, raises); collectives
+    still run over MPI. `timeout` (default 30 minutes) bounds the rendezvous (with `store=`, the
+    store's own timeout bounds its waits) and every operation: past it, or as soon as another
+    rank fails, operations raise DistBackendError."""
+    if _State.default is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    if store is not None and init_method is not None:
+        raise ValueError("Cannot specify both init_method and store.")
     if store is not None:
-        raise NotImplementedError("init_process_group(store=...): MPI does the rendezvous; a store is not supported")
+        _check_store_arguments(store, world_size, rank)
+    name = _check_backend(backend)
     timeout = _check_timeout(timeout)
+    url = None if store is not None else init_method or "env://"
+    if url is not None and not isinstance(url, str):
+        raise RuntimeError(f"`url` must be a string. {type(url)}: {url}")
+    given_rank, given_size = _node_arguments(url, rank, world_size)
     MPI = _mpi.require_mpi()
     if not MPI.Is_initialized():
         MPI.Init_thread()
     world = MPI.COMM_WORLD
-    _check_launch(world, world_size, rank)
+    _check_launch(world, given_size, given_rank)
     health.start(world)
     _wait_for_everyone(world, timeout, "init_process_group")
-    _State.default = ProcessGroup(world, range(world.Get_size()), name, timeout, group_name or "default_pg")
+    if store is None and urlparse(url).scheme != "env":
+        store = _rendezvous_store(url, rank, world_size, timeout, world)
+    if store is not None:
+        store = PrefixStore("default_pg", store)
+        _agree_through_store(store, world, timeout, url or "the given store")
+        # Rank 0 may serve the store: no rank leaves before every rank has its last answer.
+        _wait_for_everyone(world, timeout, "init_process_group")
+    _State.default = ProcessGroup(world, range(world.Get_size()), name, timeout, group_name or "default_pg", store)
     GroupMember.WORLD = _State.default
 
 
-def _wait_for_everyone(comm, timeout, what):
-    """A barrier bounded by the timeout, so the blocking MPI call that follows cannot hang."""
+def _rendezvous_store(url, rank, world_size, timeout, world):
+    store, store_rank, store_size = next(rendezvous(url, rank, world_size, timeout=timeout))
+    _check_launch(world, store_size, store_rank)  # a registered handler may number the ranks itself
+    store.set_timeout(timeout)
+    return store
+
+
+def _job_token(world, timeout):
+    """Rank 0's name for this MPI job, which every rank learns over MPI."""
+    token = np.zeros(96, np.uint8)
+    if world.Get_rank() == 0:
+        text = f"the MPI job whose rank 0 is pid {os.getpid()} on {socket.gethostname()} ({secrets.token_hex(8)})"
+        raw = text.encode()[:token.size]
+        token[:len(raw)] = np.frombuffer(raw, np.uint8)
+    _bounded(timeout, "init_process_group", lambda: world.Ibcast(token, root=0))
+    return token.tobytes().rstrip(b"\0")
+
+
+def _agree_through_store(store, world, timeout, where):
+    """Every rank must have reached the store of the rest of its MPI job (not another job's, not a
+    file that only some ranks see): the first rank claims the store for this job, every rank
+    checks the claim, then waits until every rank has checked in."""
+    token = _job_token(world, timeout)
+    owner = store.compare_set("mpi_job", "", token)
+    if owner != token:
+        raise RuntimeError(f"init_process_group: the store of {where} is already used by {owner.decode(errors='replace')}; "
+                           "use a fresh file or a free port for each job")
+    me, size = world.Get_rank(), world.Get_size()
+    store.set(f"joined/{me}", "1")
+    try:
+        store.wait([f"joined/{r}" for r in range(size)])
+    except DistStoreError:
+        joined = [r for r in range(size) if store.check([f"joined/{r}"])]
+        raise DistStoreError(f"init_process_group: timed out after {store.timeout} waiting for every rank at {where}: "
+                             f"this rank sees only ranks {joined} of {size}; every process of the MPI job must reach "
+                             "the same store (the same host and port, or a file on a filesystem they all share)") from None
+
+
+def _bounded(timeout, what, start):
+    """Runs the nonblocking MPI operation that `start()` begins to its end, bounded by the
+    timeout, so a missing or failed rank cannot make it hang."""
     channel = Channel.__new__(Channel)
     channel.starting, channel.timeout = [], timeout
 
     def steps():
-        yield Last(comm.Ibarrier())
+        yield Last(start())
     Work(channel, what, steps()).wait()
+
+
+def _wait_for_everyone(comm, timeout, what):
+    _bounded(timeout, what, comm.Ibarrier)
+
+
+def _make_nccl_premul_sum(factor):
+    """ReduceOp.PREMUL_SUM with `factor`, a number or a one-element tensor (torch's private helper).
+    As in torch, only NCCL runs it: Ember has no NCCL backend yet, so the CPU backends' collectives
+    raise when given it."""
+    if isinstance(factor, ember.Tensor):
+        if factor.numel() != 1:
+            raise ValueError(f"_make_nccl_premul_sum: a tensor factor must hold one element, but has {factor.numel()}")
+    elif isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        raise TypeError(f"_make_nccl_premul_sum: factor must be a number or a one-element tensor, but got "
+                        f"{type(factor).__name__}")
+    return ReduceOp(ReduceOp.PREMUL_SUM, factor)
+
+
+def _get_default_store():
+    """The default group's store (torch's private helper): none when MPI did the rendezvous (env://)."""
+    store = _default()._store
+    if store is None:
+        raise RuntimeError("the default process group has no store: with init_method='env://' MPI does the "
+                           "rendezvous; initialise it with init_method='tcp://...' or 'file://...', or store=, for one")
+    return store
 
 
 def destroy_process_group(group=None):
@@ -379,7 +501,7 @@ def barrier(group=None, async_op=False, device_ids=None):
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduces `tensor` across the group in place; every rank gets the result."""
     check_tensor(tensor, "all_reduce")
-    check_reduce_op(op, tensor.dtype, "all_reduce")
+    op = check_reduce_op(op, tensor.dtype, "all_reduce")
     pg = _member(group, "all_reduce")
     if pg is None:
         return None
@@ -419,7 +541,7 @@ def _root_of(pg, rank, group_rank, what):
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
     """Reduces `tensor` across the group into rank `dst`'s tensor (the others keep theirs)."""
     check_tensor(tensor, "reduce")
-    check_reduce_op(op, tensor.dtype, "reduce")
+    op = check_reduce_op(op, tensor.dtype, "reduce")
     pg = _member(group, "reduce")
     if pg is None:
         return None
@@ -497,7 +619,7 @@ def _check_multiple(big, small, n, what, name):
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduces `input_list[r]` across ranks into rank r's `output`."""
     check_tensor(output, "reduce_scatter")
-    check_reduce_op(op, output.dtype, "reduce_scatter")
+    op = check_reduce_op(op, output.dtype, "reduce_scatter")
     pg = _member(group, "reduce_scatter")
     if pg is None:
         return None
@@ -511,7 +633,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     chunk r of the result."""
     check_tensor(output, "reduce_scatter_tensor")
     check_tensor(input, "reduce_scatter_tensor")
-    check_reduce_op(op, output.dtype, "reduce_scatter_tensor")
+    op = check_reduce_op(op, output.dtype, "reduce_scatter_tensor")
     pg = _member(group, "reduce_scatter_tensor")
     if pg is None:
         return None
@@ -830,11 +952,13 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
 
 
 __all__ = [
-    "Backend", "DistBackendError", "DistError", "GroupMember", "P2POp", "ProcessGroup", "ReduceOp", "Work",
+    "Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "FileStore", "GroupMember",
+    "HashStore", "P2POp", "PrefixStore", "ProcessGroup", "ReduceOp", "Store", "TCPStore", "Work",
     "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single",
     "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list", "default_pg_timeout",
     "destroy_process_group", "gather", "gather_object", "get_backend", "get_global_rank", "get_group_rank",
     "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group", "irecv",
     "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "isend",
-    "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send",
+    "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "register_rendezvous_handler",
+    "rendezvous", "scatter", "send",
 ]

@@ -139,6 +139,8 @@ class FullyShardedDataParallel(Module):
             self._broadcast_from_rank0([p for e in entries for p in [e.owner._parameters[e.name]]], module)
         self._entries, self._aliases = entries, aliases
         self._flat_param = Parameter(self._shard_of(self._flatten(entries)))
+        self._sync_gradients = True
+        self._unsynced_grad = None  # the whole gradient accumulated under no_sync
         for e in entries + aliases:
             del e.owner._parameters[e.name]
             setattr(e.owner, e.name, None)
@@ -232,7 +234,11 @@ class FullyShardedDataParallel(Module):
         return full
 
     def _reduce_gradient(self, grad):
-        """This rank's shard of the gradient averaged over ranks (reduced in reduce_dtype)."""
+        """This rank's shard of the gradient averaged over ranks (reduced in reduce_dtype); under
+        no_sync, None (no gradient yet) while the whole gradient accumulates locally."""
+        grad = self._with_unsynced(grad)
+        if grad is None:
+            return None
         mp = self.mixed_precision
         dtype = mp.reduce_dtype if mp is not None and mp.reduce_dtype is not None else grad.dtype
         grad = grad.to(dtype).contiguous()
@@ -245,6 +251,34 @@ class FullyShardedDataParallel(Module):
             out = ember.empty(self._chunk, dtype=dtype)
             dist.reduce_scatter_tensor(out, grad, dist.ReduceOp.AVG, group=self.process_group)
         return out.to(self._flat_param.dtype)
+
+    def _with_unsynced(self, grad):
+        """Under no_sync: adds `grad` to the unit's unsynced sum and returns None. Otherwise:
+        `grad` plus what no_sync accumulated (in the parameters' dtype), which is then cleared."""
+        if not self._sync_gradients:
+            grad = grad.to(self._flat_param.dtype)
+            self._unsynced_grad = grad.clone() if self._unsynced_grad is None else self._unsynced_grad + grad
+            return None
+        if self._unsynced_grad is not None:
+            grad, self._unsynced_grad = self._unsynced_grad + grad.to(self._flat_param.dtype), None
+        return grad
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Backward passes inside this block skip the gradient reduction: each unit keeps its
+        whole gradient, summed over the passes, and the first backward after the block reduces
+        that sum with its own gradient into the shards (torch's FSDP.no_sync: it costs one whole
+        gradient per unit). Call it on the root unit (an inner unit's block covers that unit and
+        the units inside it only)."""
+        units = _units(self)
+        previous = [u._sync_gradients for u in units]
+        for u in units:
+            u._sync_gradients = False
+        try:
+            yield
+        finally:
+            for u, sync in zip(units, previous):
+                u._sync_gradients = sync
 
     @contextlib.contextmanager
     def _unsharded(self, full):

@@ -14,6 +14,7 @@ collectives in the same order); the end-of-pass callback waits for them and writ
 gradients back."""
 import contextlib
 import functools
+from dataclasses import dataclass
 
 import ember
 import ember.distributed as dist
@@ -25,6 +26,44 @@ from ember.nn.modules.module import Module
 __all__ = ["DistributedDataParallel"]
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
+
+
+@dataclass
+class _MixedPrecision:
+    """DDP's mixed precision (torch's experimental `_MixedPrecision`): `param_dtype` is the dtype
+    the forward and backward compute in (parameters and floating-point inputs are cast to it for
+    the forward; outside it, and for the optimizer and state_dict, parameters and their gradients
+    stay in full precision); `reduce_dtype` the dtype gradients are averaged in (default:
+    `param_dtype`, else the parameters' own); `buffer_dtype` the dtype floating-point buffers are
+    cast to once, at construction. None leaves that part as it is."""
+    param_dtype: "ember.dtype" = None
+    reduce_dtype: "ember.dtype" = None
+    buffer_dtype: "ember.dtype" = None
+
+
+def _check_mixed_precision(config):
+    if config is None:
+        return None
+    for name in ("param_dtype", "reduce_dtype", "buffer_dtype"):
+        if not hasattr(config, name):
+            raise TypeError(f"DistributedDataParallel: mixed_precision must have param_dtype, reduce_dtype and "
+                            f"buffer_dtype (a _MixedPrecision), but {type(config).__name__} has no {name}")
+        dtype = getattr(config, name)
+        if dtype is not None and (not isinstance(dtype, ember.dtype) or not dtype.is_floating_point):
+            raise ValueError(f"DistributedDataParallel: mixed_precision.{name} must be a floating-point dtype or None, "
+                             f"but got {dtype!r}")
+    return config
+
+
+def _cast_floating(value, dtype):
+    """`value` with every floating-point tensor in it (through tuples, lists and dicts) cast to `dtype`."""
+    if isinstance(value, ember.Tensor):
+        return value.to(dtype) if value.dtype.is_floating_point else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cast_floating(v, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast_floating(v, dtype) for k, v in value.items()}
+    return value
 
 
 class GradBucket:
@@ -78,7 +117,10 @@ class DistributedDataParallel(Module):
     averaging (gradients accumulate locally until the next synchronised backward).
     `find_unused_parameters=True` lets some parameters get no gradient in a pass (they contribute
     zeros; a parameter no rank used keeps its `.grad`); without it such a pass raises.
-    `broadcast_buffers` copies rank 0's buffers to every rank at each forward.
+    `broadcast_buffers` copies rank 0's buffers to every rank at each forward. `mixed_precision`
+    (a `_MixedPrecision`) computes forward and backward in its `param_dtype` while the parameters,
+    their gradients and the optimizer stay in full precision, and averages gradients in its
+    `reduce_dtype`.
 
     CPU only: `device_ids`/`output_device` must be None. Differences from PyTorch: buckets keep
     their first order (PyTorch rebuilds them from the order gradients arrived in the first pass);
@@ -94,7 +136,7 @@ class DistributedDataParallel(Module):
         if device_ids is not None or output_device is not None:
             raise NotImplementedError("DistributedDataParallel: device_ids/output_device need Ember's CUDA backend; "
                                       "leave them None for CPU modules")
-        for name, value in (("mixed_precision", mixed_precision), ("device_mesh", device_mesh),
+        for name, value in (("device_mesh", device_mesh),
                             ("delay_all_reduce_named_params", delay_all_reduce_named_params),
                             ("param_to_hook_all_reduce", param_to_hook_all_reduce)):
             if value is not None:
@@ -102,6 +144,7 @@ class DistributedDataParallel(Module):
         if bucket_cap_mb is not None and bucket_cap_mb <= 0:
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, but got {bucket_cap_mb}")
         self.module = module
+        self.mixed_precision = _check_mixed_precision(mixed_precision)
         self.process_group = process_group if process_group is not None else dist.GroupMember.WORLD
         if self.process_group is None:
             raise ValueError("Default process group has not been initialized, please make sure to call init_process_group.")
@@ -123,6 +166,8 @@ class DistributedDataParallel(Module):
         self._param_names = [n for n, _ in named]
         self._params = [p for _, p in named]
         self._check_same_model_everywhere()
+        if self.mixed_precision is not None and self.mixed_precision.buffer_dtype is not None:
+            self._cast_buffers(self.mixed_precision.buffer_dtype)
         self._sync_module_states()
         self._buckets, self._slot = self._make_buckets()
         self._comm_hook, self._comm_state = None, None
@@ -145,6 +190,12 @@ class DistributedDataParallel(Module):
         with ember.no_grad():
             for t in list(self._params) + [b for b in self.module.buffers()]:
                 dist.broadcast(t.detach(), src, group=self.process_group)
+
+    def _cast_buffers(self, dtype):
+        for m in self.module.modules():
+            for name, b in m._buffers.items():
+                if b is not None and b.dtype.is_floating_point:
+                    m._buffers[name] = b.to(dtype)
 
     def _make_buckets(self):
         """Buckets of parameters in reverse order, one dtype each, the first one small."""
@@ -175,7 +226,30 @@ class DistributedDataParallel(Module):
             with ember.no_grad():
                 for b in self.module.buffers():
                     dist.broadcast(b.detach(), src, group=self.process_group)
-        return self.module(*inputs, **kwargs)
+        mp = self.mixed_precision
+        if mp is None or mp.param_dtype is None:
+            return self.module(*inputs, **kwargs)
+        inputs, kwargs = _cast_floating(inputs, mp.param_dtype), _cast_floating(kwargs, mp.param_dtype)
+        with self._parameters_in(mp.param_dtype):
+            return self.module(*inputs, **kwargs)
+
+    @contextlib.contextmanager
+    def _parameters_in(self, dtype):
+        """Binds a `dtype` copy of each floating-point parameter in its place for the forward. The
+        copies are differentiable casts of the parameters, so backward computes in `dtype` and
+        its last step brings each gradient back to the full precision parameter."""
+        slots = [(m, name, p) for m in self.module.modules() for name, p in m._parameters.items()
+                 if p is not None and p.dtype.is_floating_point]
+        casts = {}
+        for m, name, p in slots:
+            if id(p) not in casts:  # a parameter shared by several modules gets one copy
+                casts[id(p)] = p.to(dtype)
+            m._parameters[name] = casts[id(p)]
+        try:
+            yield
+        finally:
+            for m, name, p in slots:
+                m._parameters[name] = p
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -235,8 +309,20 @@ class DistributedDataParallel(Module):
             self._launch(self._buckets[self._next_bucket])
             self._next_bucket += 1
 
+    def _reduce_dtype(self, dtype):
+        mp = self.mixed_precision
+        if mp is None or not dtype.is_floating_point:
+            return dtype
+        for choice in (mp.reduce_dtype, mp.param_dtype):
+            if choice is not None:
+                return choice
+        return dtype
+
     def _launch(self, bucket):
-        grad_bucket = GradBucket(bucket.index, bucket.buffer, bucket.params, bucket.offsets,
+        """Starts the bucket's averaging (in the reduce dtype; _write_back casts the result back)."""
+        reduce_dtype = self._reduce_dtype(bucket.buffer.dtype)
+        buffer = bucket.buffer if reduce_dtype == bucket.buffer.dtype else bucket.buffer.to(reduce_dtype)
+        grad_bucket = GradBucket(bucket.index, buffer, bucket.params, bucket.offsets,
                                  bucket.index == len(self._buckets) - 1)
         if self._comm_hook is None:
             bucket.future = allreduce_hook(self.process_group, grad_bucket)

@@ -1,0 +1,324 @@
+"""ember.distributed's stores, rendezvous and ReduceOp instances in this process (no MPI), and
+init_process_group's tcp://, file:// and store= rendezvous in a 2-process MPI job
+(distributed_init_checks.py)."""
+import datetime
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import ember
+import ember.distributed as dist
+
+HERE = pathlib.Path(__file__).resolve().parent
+SHORT = datetime.timedelta(milliseconds=200)
+
+
+def free_ports(n):
+    """`n` distinct ports free right now (held open together, so none comes back twice)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def free_port():
+    return free_ports(1)[0]
+
+
+@pytest.fixture
+def tcp_pair():
+    master = dist.TCPStore("127.0.0.1", 0, is_master=True, timeout=datetime.timedelta(seconds=5))
+    client = dist.TCPStore("127.0.0.1", master.port, timeout=datetime.timedelta(seconds=5))
+    return master, client
+
+
+@pytest.fixture
+def file_pair(tmp_path):
+    path = str(tmp_path / "store")
+    return dist.FileStore(path, 2), dist.FileStore(path, 2)
+
+
+@pytest.fixture(params=["hash", "tcp", "file", "prefix"])
+def pair(request, tmp_path):
+    """Two handles on one store: what one sets, the other sees."""
+    if request.param == "hash":
+        store = dist.HashStore()
+        return store, store
+    if request.param == "tcp":
+        return request.getfixturevalue("tcp_pair")
+    if request.param == "file":
+        return request.getfixturevalue("file_pair")
+    base = dist.HashStore()
+    return dist.PrefixStore("job", base), dist.PrefixStore("job", base)
+
+
+def test_every_store_has_torchs_semantics(pair):
+    a, b = pair
+    a.set("k", "v")
+    assert b.get("k") == b"v"
+    b.set("k", b"\x00\xff")  # values are bytes, set overwrites
+    assert a.get("k") == b"\x00\xff"
+    assert a.add("n", 3) == 3 and b.add("n", -5) == -2 and a.get("n") == b"-2"
+    with pytest.raises(ValueError, match="not an integer"):
+        a.add("k", 1)
+    # compare_set: swaps on a match and answers the value afterwards; an unset key is set only
+    # when the expected value is empty, else it stays unset and the expected value comes back.
+    assert a.compare_set("k", b"\x00\xff", "w") == b"w"
+    assert b.compare_set("k", "nope", "x") == b"w"
+    assert a.compare_set("fresh", "", "1") == b"1"
+    assert a.compare_set("absent", "e", "d") == b"e" and not b.check(["absent"])
+    b.append("log", "a")
+    a.append("log", "b")
+    assert b.get("log") == b"ab"
+    assert a.check(["k", "n"]) and not a.check(["k", "missing"])
+    a.multi_set(["m1", "m2"], ["1", b"2"])
+    assert b.multi_get(["m1", "m2"]) == [b"1", b"2"]
+    assert a.delete_key("k") and not b.delete_key("k") and not a.check(["k"])
+
+
+def test_get_and_wait_block_until_set_or_timeout(pair):
+    a, b = pair
+    threading.Timer(0.1, lambda: b.set("late", "1")).start()
+    a.wait(["late"], datetime.timedelta(seconds=5))
+    threading.Timer(0.1, lambda: b.set("later", "2")).start()
+    assert a.get("later") == b"2"
+    a.set_timeout(SHORT)
+    assert a.timeout == SHORT
+    with pytest.raises(dist.DistStoreError, match="wait timeout after 200ms, keys: .*missing"):
+        a.get("missing")
+    with pytest.raises(dist.DistStoreError, match="wait timeout after 50ms"):
+        b.wait(["late", "missing"], datetime.timedelta(milliseconds=50))
+    assert isinstance(dist.DistStoreError("x"), dist.DistError) and isinstance(dist.DistError("x"), RuntimeError)
+
+
+def test_bad_keys_values_and_timeouts_raise(pair):
+    a, _ = pair
+    with pytest.raises(TypeError, match="key must be a str"):
+        a.set(1, "v")
+    with pytest.raises(TypeError, match="value must be a str or bytes"):
+        a.set("k", 1)
+    with pytest.raises(TypeError, match="amount must be an int"):
+        a.add("k", 1.5)
+    with pytest.raises(TypeError, match="keys must be a list"):
+        a.wait("k")
+    with pytest.raises(TypeError, match="timedelta"):
+        a.set_timeout(5)
+    assert not a.check(["k"])
+
+
+def test_num_keys_counts_like_torch(tcp_pair, file_pair):
+    hashed = dist.HashStore()
+    hashed.set("a", "1")
+    assert hashed.num_keys() == 1
+    files, _ = file_pair
+    files.set("a", "1")
+    files.add("b", 1)
+    assert files.num_keys() == 2  # its bookkeeping (users of the file) is not counted
+    master = dist.TCPStore("127.0.0.1", 0, world_size=1, is_master=True, timeout=datetime.timedelta(seconds=5))
+    master.set("first_key", "first_value")
+    assert master.num_keys() == 2  # as torch's docs say: "init/" counts the stores that joined
+    assert dist.PrefixStore("p", master).num_keys() == 2
+
+
+def test_tcp_store_master_waits_for_world_size_and_port_rules():
+    port = free_port()
+    joined = []
+
+    def second():
+        time.sleep(0.1)
+        joined.append(dist.TCPStore("127.0.0.1", port, world_size=2, timeout=datetime.timedelta(seconds=5)))
+    thread = threading.Thread(target=second)
+    thread.start()
+    master = dist.TCPStore("127.0.0.1", port, world_size=2, is_master=True, timeout=datetime.timedelta(seconds=5))
+    thread.join()
+    assert joined and master.port == port and master.host == "127.0.0.1"
+    assert master.add("init/", 0) == 0 and master.get("init/") == b"0"  # user keys never meet the counter
+    with pytest.raises(dist.DistNetworkError, match="failed to listen"):
+        dist.TCPStore("127.0.0.1", port, is_master=True, timeout=SHORT)
+    with pytest.raises(dist.DistStoreError, match="waiting for clients. 1/2 clients joined"):
+        dist.TCPStore("127.0.0.1", 0, world_size=2, is_master=True, timeout=SHORT)
+    with pytest.raises(ValueError, match="port must have value from 0 to 65535"):
+        dist.TCPStore("127.0.0.1", 70000)
+    with pytest.raises(ValueError, match="master's port"):
+        dist.TCPStore("127.0.0.1", 0)
+
+
+def test_tcp_store_clients_fail_clearly_without_a_master():
+    port = free_port()
+    refused = rf"timed out after 200ms while trying to connect to \(127.0.0.1, {port}\)"
+    with pytest.raises(dist.DistNetworkError, match=refused):
+        dist.TCPStore("127.0.0.1", port, timeout=SHORT)
+    master = dist.TCPStore("127.0.0.1", port, is_master=True, timeout=datetime.timedelta(seconds=5))
+    client = dist.TCPStore("127.0.0.1", port, timeout=datetime.timedelta(seconds=5))
+    del master  # the master's store owns the server
+    with pytest.raises(dist.DistNetworkError, match="lost the connection"):
+        client.set("k", "v")
+
+
+def test_tcp_store_multi_tenant_shares_the_port():
+    first = dist.TCPStore("127.0.0.1", 0, is_master=True, multi_tenant=True, timeout=datetime.timedelta(seconds=5))
+    second = dist.TCPStore("127.0.0.1", first.port, is_master=True, multi_tenant=True,
+                           timeout=datetime.timedelta(seconds=5))
+    first.set("k", "shared")
+    assert second.get("k") == b"shared"
+    del first  # the server lives while any of its tenants does
+    assert second.get("k") == b"shared"
+
+
+def test_file_store_is_removed_by_its_last_user_and_kept_without_world_size(tmp_path):
+    path = str(tmp_path / "store")
+    a, b = dist.FileStore(path, 2), dist.FileStore(path, 2)
+    a.set("k", "v")
+    del a
+    assert os.path.exists(path) and b.get("k") == b"v"
+    del b
+    assert not os.path.exists(path)
+    kept = str(tmp_path / "kept")
+    c = dist.FileStore(kept)
+    c.set("k", "v")
+    del c
+    assert dist.FileStore(kept).get("k") == b"v"  # a new FileStore of the file sees the old keys
+    with pytest.raises(ValueError, match="world_size"):
+        dist.FileStore(path, 0)
+    with pytest.raises(FileNotFoundError):
+        dist.FileStore(str(tmp_path / "no" / "such" / "dir"))
+
+
+def test_file_store_is_shared_between_processes(tmp_path):
+    path = str(tmp_path / "store")
+    store = dist.FileStore(path)
+    child = ("import sys, ember.distributed as d; s = d.FileStore(sys.argv[1]); "
+             "s.set('from_child', str(s.add('count', 1))); s.wait(['from_parent'])")
+    proc = subprocess.Popen([sys.executable, "-c", child, path])
+    assert store.get("from_child") == b"1"
+    store.set("from_parent", "1")
+    assert proc.wait(timeout=60) == 0
+
+
+def test_prefix_store_puts_keys_under_its_prefix():
+    base = dist.HashStore()
+    prefixed = dist.PrefixStore("group", base)
+    prefixed.set("k", "v")
+    assert base.get("group/k") == b"v" and prefixed.underlying_store is base
+    nested = dist.PrefixStore("inner", prefixed)
+    nested.add("n", 2)
+    assert base.get("group/inner/n") == b"2"
+    prefixed.set_timeout(SHORT)
+    assert base.timeout == SHORT
+    with pytest.raises(TypeError, match="must be a Store"):
+        dist.PrefixStore("p", {})
+
+
+def test_a_python_store_needs_the_operations():
+    class Partial(dist.Store):
+        pass
+    with pytest.raises(NotImplementedError, match="Partial must implement set"):
+        Partial().set("k", "v")
+
+
+def test_rendezvous_follows_torchs_rules(tmp_path, monkeypatch):
+    with pytest.raises(RuntimeError, match="No rendezvous handler for nope://"):
+        dist.rendezvous("nope://x")
+    with pytest.raises(RuntimeError, match="`url` must be a string"):
+        dist.rendezvous(3)
+    with pytest.raises(RuntimeError, match="`rank` must be an integer"):
+        dist.rendezvous("tcp://h:1", rank="0")
+    with pytest.raises(ValueError, match="has node-specific arguments"):
+        dist.rendezvous("tcp://h:1?rank=0", rank=0)
+    with pytest.raises(ValueError, match="tcp:// rendezvous: port number missing"):
+        next(dist.rendezvous("tcp://127.0.0.1", 0, 1))
+    with pytest.raises(ValueError, match="rank parameter missing"):
+        next(dist.rendezvous("tcp://127.0.0.1:1"))
+    with pytest.raises(ValueError, match="world size parameter missing"):
+        next(dist.rendezvous(f"file://{tmp_path}/f", rank=0))
+    with pytest.raises(ValueError, match="file:// rendezvous: path missing"):
+        next(dist.rendezvous("file://", 0, 1))
+
+    store, rank, world_size = next(dist.rendezvous(f"file://{tmp_path}/f?rank=0&world_size=1"))
+    assert isinstance(store, dist.FileStore) and (rank, world_size) == (0, 1)
+    store, rank, world_size = next(dist.rendezvous(f"tcp://127.0.0.1:{free_port()}", 0, 1,
+                                                   timeout=datetime.timedelta(seconds=5)))
+    assert isinstance(store, dist.TCPStore) and (rank, world_size) == (0, 1) and store.num_keys() == 1
+
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    with pytest.raises(ValueError, match="environment variable MASTER_ADDR expected, but not set"):
+        next(dist.rendezvous("env://", 0, 1))
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    store, rank, world_size = next(dist.rendezvous("env://", timeout=datetime.timedelta(seconds=5)))
+    assert isinstance(store, dist.TCPStore) and (rank, world_size) == (0, 1)
+
+
+def test_register_rendezvous_handler():
+    def handler(url, **kwargs):
+        yield dist.HashStore(), 0, 1
+    dist.register_rendezvous_handler("emberdemo", handler)
+    store, rank, world_size = next(dist.rendezvous("emberdemo://anything"))
+    assert isinstance(store, dist.HashStore) and (rank, world_size) == (0, 1)
+    with pytest.raises(RuntimeError, match="Rendezvous handler for tcp:// already registered"):
+        dist.register_rendezvous_handler("tcp", handler)
+
+
+def test_init_process_group_checks_its_store_arguments_first():
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match="Cannot specify both init_method and store."):
+        dist.init_process_group("gloo", init_method="tcp://h:1", store=dist.HashStore(), rank=0, world_size=1)
+    with pytest.raises(ValueError, match="world_size must be positive if using store"):
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0)
+    with pytest.raises(ValueError, match="rank must be non-negative if using store"):
+        dist.init_process_group("gloo", store=dist.HashStore(), world_size=1)
+    with pytest.raises(TypeError, match="store must be an ember.distributed.Store"):
+        dist.init_process_group("gloo", store={}, rank=0, world_size=1)
+    assert not dist.is_initialized()
+
+
+def test_reduce_op_instances_and_premul_sum():
+    assert dist.ReduceOp(dist.ReduceOp.MAX) == dist.ReduceOp.MAX and dist.ReduceOp() == dist.ReduceOp.SUM
+    premul = dist._make_nccl_premul_sum(0.5)
+    assert premul == dist.ReduceOp.PREMUL_SUM and premul.factor == 0.5
+    assert dist._make_nccl_premul_sum(ember.tensor([2.0])) == dist.ReduceOp.PREMUL_SUM
+    with pytest.raises(ValueError, match="one element"):
+        dist._make_nccl_premul_sum(ember.ones(2))
+    with pytest.raises(TypeError, match="factor must be a number"):
+        dist._make_nccl_premul_sum("2")
+    # As torch's Gloo and MPI backends: only NCCL runs PREMUL_SUM (checked before any communication).
+    for op in (premul, dist.ReduceOp.PREMUL_SUM):
+        with pytest.raises(RuntimeError, match="Cannot use ReduceOp.PREMUL_SUM with MPI or Gloo"):
+            dist.all_reduce(ember.ones(2), op)
+    with pytest.raises(RuntimeError, match="Cannot use ReduceOp.PREMUL_SUM"):
+        dist.reduce_scatter_tensor(ember.ones(1), ember.ones(2), premul)
+    with pytest.raises(TypeError, match="RedOpType"):
+        dist.ReduceOp("SUM")
+
+
+def test_init_process_group_rendezvous_on_two_mpi_processes(tmp_path):
+    pytest.importorskip("mpi4py")
+    from ember.distributed.run import mpiexec
+    stale = str(tmp_path / "stale")
+    other_job = dist.FileStore(stale)  # another job, still using the file
+    other_job.compare_set("default_pg/mpi_job", "", "another job")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    done = subprocess.run([mpiexec(), "-n", "2", sys.executable, str(HERE / "distributed_init_checks.py"),
+                           str(tmp_path), *map(str, free_ports(2)), stale],
+                          capture_output=True, text=True, timeout=150, env=env)
+    del other_job
+    reports = [tmp_path / f"rank{r}.json" for r in range(2)]
+    results = [json.loads(p.read_text()) if p.exists() else {"report": "missing"} for p in reports]
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}\n{results}"
+    for rank, outcomes in enumerate(results):
+        failures = {name: text for name, text in outcomes.items() if text != "ok"}
+        assert not failures, f"rank {rank}:\n" + "\n".join(f"{n}: {t}" for n, t in failures.items())
+    assert len(results[0]) >= 8
