@@ -1,9 +1,15 @@
+import ast
 import multiprocessing
-import threading
+import os
+import subprocess
+import sys
+from datetime import timedelta
 
 import pytest
 
 import ember
+import ember.distributed as dist
+import emberdata.dataloader2
 from emberdata.dataloader2 import (
     DataLoader2,
     DistributedReadingService,
@@ -14,6 +20,7 @@ from emberdata.dataloader2 import (
     graph,
 )
 from emberdata.dataloader2 import store as store_module
+from emberdata.dataloader2.store import STORE_FILE
 from emberdata.datapipes.graph_settings import apply_sharding
 from emberdata.datapipes.iter import IterableWrapper
 from emberdata.datapipes.map import SequenceWrapper
@@ -177,111 +184,106 @@ def test_graph_traverse_and_edit():
         graph.traverse([1])
 
 
-def test_file_store(tmp_path):
-    store = FileStore(str(tmp_path))
-    store.set("a/b", b"1")
-    assert store.get("a/b") == b"1"
-    store.wait(["a/b"])
-    assert store.delete_key("a/b") and not store.delete_key("a/b")
-    with pytest.raises(TimeoutError, match="'a/b' was not set within"):
-        store.get("a/b", timeout=0.05)
-    with pytest.raises(TimeoutError, match="'c' was not set within"):
-        store.wait(["c"], timeout=0.05)
-    with pytest.raises(TypeError, match="value must be bytes or str, got int"):
-        store.set("a", 1)
+def test_stores_are_ember_distributeds():
+    assert TCPStore is dist.TCPStore and FileStore is dist.FileStore
+    with pytest.raises(AttributeError, match="has no attribute 'HashStore'"):
+        emberdata.dataloader2.HashStore  # noqa: B018
+
+
+def test_importing_emberdata_leaves_ember_distributed_alone():
+    # The stores come from ember.distributed, which emberdata imports only when a service needs one.
+    check = "import sys, emberdata.dataloader2; assert 'ember.distributed' not in sys.modules"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture
-def tcp_master():
-    """A master TCPStore on a free port of 127.0.0.1 that nobody else needs to join."""
-    master = TCPStore("127.0.0.1", 0, is_master=True, timeout=5)
-    yield master
-    master.close()
+def fresh_stores(monkeypatch):
+    """No store cached by an earlier test; the ones this test makes go away after it."""
+    monkeypatch.setattr(store_module, "_STORES", {})
+    for name in ("EMBERDATA_STORE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
 
 
-def test_tcp_store_set_get_add_compare_set_wait_delete(tcp_master):
-    client = TCPStore("127.0.0.1", tcp_master.port, timeout=5)
-    tcp_master.set("seed", "42")
-    assert client.get("seed") == b"42"
-    assert client.add("n", 3) == 3 and tcp_master.add("n", -1) == 2
-    assert client.compare_set("k", "", "v1") == b"v1"  # unset and expected empty: set
-    assert client.compare_set("k", "other", "v2") == b"v1"  # mismatch: unchanged
-    assert client.compare_set("k", "v1", b"v3") == b"v3"
-    threading.Timer(0.1, tcp_master.set, ("late", b"x")).start()
-    assert client.get("late") == b"x"  # blocks until another rank sets it
-    client.wait(["seed", "late"])
-    assert client.delete_key("seed") and not client.delete_key("seed")
-    client.close()
-
-
-def test_tcp_store_errors_name_what_is_missing(tcp_master):
-    client = TCPStore("127.0.0.1", tcp_master.port, timeout=5)
-    with pytest.raises(TimeoutError, match=r"key 'missing' was not set within 0.1 s \(store at 127.0.0.1:"):
-        client.get("missing", timeout=0.1)
-    client.set("present", b"")
-    with pytest.raises(TimeoutError, match="key 'absent' was not set"):
-        client.wait(["present", "absent"], timeout=0.1)
-    with pytest.raises(TypeError, match="value must be bytes or str, got int"):
-        client.set("k", 1)
-    with pytest.raises(TypeError, match="key must be a non-empty str"):
-        client.get(3)
-    with pytest.raises(ValueError, match="port must be an int"):
-        TCPStore("127.0.0.1", 70000)
-    with pytest.raises(OSError, match="cannot listen on port"):
-        TCPStore("127.0.0.1", tcp_master.port, is_master=True)
-    tcp_master.close()
-    with pytest.raises(ConnectionError, match="lost the connection to the store at 127.0.0.1"):
-        client.get("k")
-    with pytest.raises(TimeoutError, match="could not connect to 127.0.0.1"):
-        TCPStore("127.0.0.1", tcp_master.port, timeout=0.2)
-
-
-def test_tcp_store_master_waits_for_world_size():
-    with pytest.raises(TimeoutError, match="only 1 of world_size=2 ranks connected"):
-        TCPStore("127.0.0.1", 0, world_size=2, is_master=True, timeout=0.2)
-
-
-def test_distributed_reading_service_needs_env(monkeypatch, tmp_path):
+def test_distributed_reading_service_needs_env(monkeypatch, tmp_path, fresh_stores):
     monkeypatch.delenv("RANK", raising=False)
     with pytest.raises(RuntimeError, match="RANK is not set"):
         DistributedReadingService()
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "1")
-    for name in ("EMBERDATA_STORE", "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(name, raising=False)
     with pytest.raises(RuntimeError, match="set MASTER_ADDR and MASTER_PORT .* or EMBERDATA_STORE"):
         DistributedReadingService()
-    monkeypatch.setenv("EMBERDATA_STORE", f"file://{tmp_path}")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "http")
+    with pytest.raises(ValueError, match="MASTER_PORT must be a port number, got 'http'"):
+        DistributedReadingService()
+    with pytest.raises(TypeError, match="timeout must be a number of seconds or a timedelta, got str"):
+        DistributedReadingService(timeout="60")
+    with pytest.raises(ValueError, match="timeout must be >= 0, got -1"):
+        DistributedReadingService(timeout=-1)
+    folder = tmp_path / "job"  # made when missing
+    monkeypatch.setenv("EMBERDATA_STORE", f"file://{folder}")
     with DataLoader2(IterableWrapper(range(5)).sharding_filter(), reading_service=DistributedReadingService()) as dl:
         assert list(dl) == list(range(5))
+    assert (folder / STORE_FILE).exists()  # this rank's FileStore lives as long as the process
 
 
-def test_distributed_reading_service_times_out_naming_the_seed_key(monkeypatch, tcp_master):
-    # Rank 0's store is up but rank 0 never starts an epoch: rank 1 gives up on the seed key.
-    monkeypatch.setattr(store_module, "_TCP_STORES", {})
-    monkeypatch.delenv("EMBERDATA_STORE", raising=False)
-    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
-    monkeypatch.setenv("MASTER_PORT", str(tcp_master.port))
+@pytest.fixture
+def tcp_master():
+    """A master TCPStore on a free port of 127.0.0.1 that nobody else needs to join."""
+    return TCPStore("127.0.0.1", 0, is_master=True, timeout=timedelta(seconds=5))
+
+
+@pytest.mark.parametrize("store", ["file", "tcp"])
+def test_distributed_reading_service_times_out_naming_the_seed_key(store, monkeypatch, tmp_path, fresh_stores,
+                                                                   tcp_master):
+    # Rank 0 never starts an epoch: rank 1 gives up on the seed key.
+    if store == "file":
+        monkeypatch.setenv("EMBERDATA_STORE", str(tmp_path))
+    else:
+        monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+        monkeypatch.setenv("MASTER_PORT", str(tcp_master.port))
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
-    dl = DataLoader2(IterableWrapper(range(4)).sharding_filter(), reading_service=DistributedReadingService(timeout=0.2))
-    with pytest.raises(TimeoutError, match=r"key 'drs\d+/seed/1' was not set within 0.2 s"):
+    service = DistributedReadingService(timeout=0.2)
+    dl = DataLoader2(IterableWrapper(range(4)).sharding_filter(), reading_service=service)
+    with pytest.raises(dist.DistStoreError, match=r"wait timeout after 200ms, keys: /drs\d+/seed/1$"):
         list(dl)
     dl.shutdown()  # rank 1 only records that it is done: nothing to wait for
 
 
-def test_rank0_alone_times_out_waiting_for_its_peer(monkeypatch):
-    monkeypatch.setattr(store_module, "_TCP_STORES", {})
-    monkeypatch.delenv("EMBERDATA_STORE", raising=False)
+def test_rank0_alone_times_out_waiting_for_its_peer(monkeypatch, fresh_stores):
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(helpers.free_port()))
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "2")
-    with pytest.raises(TimeoutError, match="only 1 of world_size=2 ranks connected"):
+    with pytest.raises(dist.DistStoreError, match="waiting for clients. 1/2 clients joined"):
         DistributedReadingService(timeout=0.3)
     monkeypatch.setenv("RANK", "1")  # and a rank whose rank 0 never comes
-    with pytest.raises(TimeoutError, match="could not connect to 127.0.0.1"):
+    with pytest.raises(dist.DistNetworkError, match=r"timed out after 300ms while trying to connect to \(127.0.0.1"):
         DistributedReadingService(timeout=0.3)
+
+
+_RANK_PROGRAM = """
+import emberdata_test_helpers as helpers
+from emberdata.dataloader2 import DataLoader2, DistributedReadingService
+with DataLoader2(helpers.shuffled_pipeline(8), reading_service=DistributedReadingService(timeout=60)) as dl:
+    print(sorted(dl))
+"""
+
+
+def test_file_store_is_removed_when_the_last_rank_ends(tmp_path):
+    # Ranks as a launcher starts them (programs of their own, not multiprocessing children, whose
+    # exit skips the store's finalizer): the one that ends last removes the file, not the folder.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([helpers.HERE, os.environ.get("PYTHONPATH", "")]),
+               EMBERDATA_STORE=str(tmp_path), WORLD_SIZE="2")
+    ranks = [subprocess.Popen([sys.executable, "-c", _RANK_PROGRAM], env=dict(env, RANK=str(r)), text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(2)]
+    outputs = [rank.communicate(timeout=120) for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [0, 0], outputs
+    shards = [ast.literal_eval(out) for out, _ in outputs]
+    assert sorted(shards[0] + shards[1]) == EVENS[:8]
+    assert tmp_path.exists() and not list(tmp_path.iterdir())
 
 
 def _store_env(kind, tmp_path):

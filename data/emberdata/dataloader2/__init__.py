@@ -5,7 +5,16 @@ from emberdata.dataloader2.reading_service import (
     MultiProcessingReadingService,
     ReadingServiceInterface,
 )
-from emberdata.dataloader2.store import FileStore, TCPStore
 
 __all__ = ["DataLoader2", "DistributedReadingService", "FileStore", "MultiProcessingReadingService", "ReadingServiceInterface",
            "TCPStore"]
+
+
+def __getattr__(name):
+    # FileStore and TCPStore are ember.distributed's: imported on first use, as importing
+    # ember.distributed takes ~0.1 s that most users of emberdata never need.
+    if name in ("FileStore", "TCPStore"):
+        from emberdata.dataloader2 import store
+
+        return getattr(store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

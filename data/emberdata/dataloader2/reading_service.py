@@ -1,4 +1,5 @@
 """Reading services: how DataLoader2 runs a DataPipe graph (worker processes, ranks)."""
+import datetime
 import itertools
 import os
 
@@ -7,7 +8,8 @@ import ember
 from emberdata._dist import process_group
 from emberdata.datapipes._base import IterDataPipe
 from emberdata.datapipes.graph_settings import apply_sharding, apply_shuffle_seed
-from emberdata.dataloader2.store import DEFAULT_TIMEOUT_S, store_from_env
+
+DEFAULT_TIMEOUT_S = 1800.0  # TorchData's default_timeout_in_s
 
 
 class ReadingServiceInterface:
@@ -96,6 +98,19 @@ def _env_rank():
     return rank, world
 
 
+def _as_timedelta(timeout):
+    if isinstance(timeout, datetime.timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"DistributedReadingService: timeout must be a number of seconds or a timedelta, "
+                        f"got {type(timeout).__name__}")
+    else:
+        seconds = timeout
+    if seconds < 0:
+        raise ValueError(f"DistributedReadingService: timeout must be >= 0, got {timeout}")
+    return datetime.timedelta(seconds=seconds)
+
+
 class DistributedReadingService(ReadingServiceInterface):
     """Shards the graph across ranks in this process.
 
@@ -104,22 +119,27 @@ class DistributedReadingService(ReadingServiceInterface):
     forever in a collective). When the training script has initialised the process group
     (ember.distributed), ranks come from it and the seed and votes travel through its collectives
     (bounded by the group's timeout). Otherwise RANK and WORLD_SIZE come from the environment and
-    they travel through a store: a TCPStore that rank 0 serves at MASTER_ADDR:MASTER_PORT, or a
-    FileStore in the folder EMBERDATA_STORE when that is set (see `store.store_from_env`);
-    `timeout` bounds every wait on it, in seconds.
+    they travel through ember.distributed's stores: a TCPStore that rank 0 serves at
+    MASTER_ADDR:MASTER_PORT, or a FileStore in the folder EMBERDATA_STORE when that is set (see
+    `emberdata.dataloader2.store`); `timeout` (seconds, or a timedelta) bounds every wait on it,
+    after which ember.distributed.DistStoreError names the keys still missing.
     """
 
     _instances = itertools.count()
 
     def __init__(self, timeout=DEFAULT_TIMEOUT_S):
         self.timeout = timeout
+        self._wait_timeout = _as_timedelta(timeout)
         self._dist = process_group()
         if self._dist is not None:
             self.rank, self.world_size = self._dist.get_rank(), self._dist.get_world_size()
             self._store = None
         else:
+            # Imported here: the stores import ember.distributed (~0.1 s), which most users of emberdata never need.
+            from emberdata.dataloader2.store import store_from_env
+
             self.rank, self.world_size = _env_rank()
-            self._store = store_from_env(self.rank, self.world_size, timeout)
+            self._store = store_from_env(self.rank, self.world_size, self._wait_timeout)
         # Ranks build their services in the same order, so the nth one of each rank shares keys.
         self._prefix = f"drs{next(self._instances)}"
         self._epoch = 0
@@ -140,7 +160,7 @@ class DistributedReadingService(ReadingServiceInterface):
         elif self.rank == 0:
             self._store.set(key, str(seed))
         else:
-            seed = int(self._store.get(key, self.timeout))
+            seed = int(self._wait_get([key])[0])
         apply_shuffle_seed(self._datapipe, seed)
         apply_sharding(self._datapipe, self.world_size, self.rank)
 
@@ -152,7 +172,7 @@ class DistributedReadingService(ReadingServiceInterface):
             return bool(vote.item())
         base = f"{self._prefix}/sync/{self._epoch}/{step}"
         self._store.set(f"{base}/{self.rank}", b"1" if has_data else b"0")
-        votes = [self._store.get(f"{base}/{r}", self.timeout) for r in range(self.world_size)]
+        votes = self._wait_get([f"{base}/{r}" for r in range(self.world_size)])
         if step >= 2:
             # Every rank has read step-2's votes before voting on step-1, so they can go.
             self._store.delete_key(f"{self._prefix}/sync/{self._epoch}/{step - 2}/{self.rank}")
@@ -165,7 +185,12 @@ class DistributedReadingService(ReadingServiceInterface):
         done = f"{self._prefix}/finalized"
         self._store.set(f"{done}/{self.rank}", b"1")
         if self.rank == 0:
-            self._store.wait([f"{done}/{r}" for r in range(1, self.world_size)], self.timeout)
+            self._store.wait([f"{done}/{r}" for r in range(1, self.world_size)], self._wait_timeout)
+
+    def _wait_get(self, keys):
+        """The values of `keys`, once the other ranks have set them (waiting up to the timeout)."""
+        self._store.wait(keys, self._wait_timeout)
+        return [self._store.get(key) for key in keys]
 
 
 class _FullSync(IterDataPipe):

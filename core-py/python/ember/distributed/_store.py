@@ -623,7 +623,7 @@ class FileStore(Store):
     the file is removed once that many FileStores of it are gone; else it stays, and a new
     FileStore of the same file sees its keys. Use a fresh file per job."""
 
-    _POLL_S = 0.01
+    _FIRST_POLL_S, _POLL_S = 0.0005, 0.01
 
     def __init__(self, file_name, world_size=-1):
         super().__init__()
@@ -651,6 +651,7 @@ class FileStore(Store):
 
     def _wait_for(self, keys, timeout):
         deadline = time.monotonic() + timeout.total_seconds()
+        pause = self._FIRST_POLL_S
         while True:
             data = self._read()
             missing = [k for k in keys if k not in data]
@@ -658,7 +659,10 @@ class FileStore(Store):
                 return data
             if time.monotonic() > deadline:
                 raise _timeout_error(missing, timeout)
-            time.sleep(self._POLL_S)  # nothing to block on in a file: look again
+            # Nothing to block on in a file: look again, soon at first (a peer is often about
+            # to write the key), then every _POLL_S as torch's FileStore.
+            time.sleep(pause)
+            pause = min(2 * pause, self._POLL_S)
 
     @staticmethod
     def _user(key, what):
