@@ -160,7 +160,8 @@ class DistributedReadingService(ReadingServiceInterface):
         elif self.rank == 0:
             self._store.set(key, str(seed))
         else:
-            seed = int(self._wait_get([key])[0])
+            self._store.wait([key], self._wait_timeout)
+            seed = int(self._store.get(key))
         apply_shuffle_seed(self._datapipe, seed)
         apply_sharding(self._datapipe, self.world_size, self.rank)
 
@@ -170,27 +171,26 @@ class DistributedReadingService(ReadingServiceInterface):
             vote = ember.tensor([1 if has_data else 0], dtype=ember.uint8)
             self._dist.all_reduce(vote, self._dist.ReduceOp.MIN)
             return bool(vote.item())
+        # A rank out of data counts itself in `out` before it votes, so once every rank has voted,
+        # `out` is set if any of them is out: a few requests per step, however many ranks.
         base = f"{self._prefix}/sync/{self._epoch}/{step}"
-        self._store.set(f"{base}/{self.rank}", b"1" if has_data else b"0")
-        votes = self._wait_get([f"{base}/{r}" for r in range(self.world_size)])
+        if not has_data:
+            self._store.add(f"{base}/out", 1)
+        self._store.set(f"{base}/{self.rank}", b"1")
+        self._store.wait([f"{base}/{r}" for r in range(self.world_size)], self._wait_timeout)
         if step >= 2:
-            # Every rank has read step-2's votes before voting on step-1, so they can go.
+            # Every rank has seen step-2's votes before voting on step-1, so they can go.
             self._store.delete_key(f"{self._prefix}/sync/{self._epoch}/{step - 2}/{self.rank}")
-        return all(v == b"1" for v in votes)
+        return not self._store.check([f"{base}/out"])
 
     def finalize(self):
         if self._dist is not None:
             return
-        # Rank 0 may serve the TCPStore: it must not exit before every rank has read its last vote.
+        # Rank 0 may serve the TCPStore: it must not exit before every rank has seen the last votes.
         done = f"{self._prefix}/finalized"
         self._store.set(f"{done}/{self.rank}", b"1")
         if self.rank == 0:
             self._store.wait([f"{done}/{r}" for r in range(1, self.world_size)], self._wait_timeout)
-
-    def _wait_get(self, keys):
-        """The values of `keys`, once the other ranks have set them (waiting up to the timeout)."""
-        self._store.wait(keys, self._wait_timeout)
-        return [self._store.get(key) for key in keys]
 
 
 class _FullSync(IterDataPipe):
