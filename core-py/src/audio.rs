@@ -1,6 +1,7 @@
 //! `ember._C.audio`: the CTC decoders of `ember-audio`. Emissions arrive as ember tensors and are
 //! checked here (so no input reaches a kernel unvalidated); batches are decoded on Ember's thread
 //! pool with the GIL released. `emberaudio.models.decoder` builds TorchAudio's API on this.
+use crate::errors::IntoPyResult;
 use crate::tensor::PyTensor;
 use ember_audio::decoder::greedy::{greedy_decode_batch, GreedyResult};
 use ember_audio::lm::arpa::ArpaModel;
@@ -121,7 +122,7 @@ impl Batch {
             )));
         }
         let lengths = lengths.map(|l| lengths_arg(l, batch, frames)).transpose()?;
-        Ok(Batch { data: t.contiguous(), batch, frames, tokens, lengths })
+        Ok(Batch { data: t.contiguous().py()?, batch, frames, tokens, lengths })
     }
 
     fn values(&self) -> &[f32] {
@@ -162,7 +163,7 @@ fn lengths_arg(obj: &Bound<'_, PyAny>, batch: usize, frames: usize) -> PyResult<
             t.shape()
         )));
     }
-    let values = t.to_dtype(DType::I64).to_vec::<i64>().map_err(|e| PyValueError::new_err(e.message))?;
+    let values = t.to_dtype(DType::I64).py()?.to_vec::<i64>().map_err(|e| PyValueError::new_err(e.message))?;
     values
         .iter()
         .enumerate()

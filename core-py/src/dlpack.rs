@@ -5,6 +5,7 @@
 //! collected unconsumed). Import: `from_dlpack` wraps the producer's memory as foreign storage,
 //! renames the capsule "used_dltensor" and calls the producer's deleter exactly once, when the
 //! last tensor on that storage dies.
+use crate::errors::IntoPyResult;
 use crate::tensor::PyTensor;
 use ember_core::storage::{CpuStorage, Storage};
 use ember_core::{DType, Layout, Tensor};
@@ -232,7 +233,7 @@ impl PyTensor {
                 self.t.device()
             )));
         }
-        let t = if copy == Some(true) { self.t.deep_clone() } else { self.t.clone() };
+        let t = if copy == Some(true) { self.t.deep_clone().py()? } else { self.t.clone() };
         let managed = export(t);
         unsafe {
             let capsule = ffi::PyCapsule_New(managed as *mut c_void, CAPSULE_NAME.as_ptr(), Some(capsule_destructor));

@@ -339,19 +339,19 @@ impl PyTensor {
     fn broadcast_to(&self, shape: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         Ok(PyTensor::new(self.t.expand(&shape_arg(shape, "broadcast_to(): shape")?).py()?))
     }
-    fn contiguous(&self, py: Python<'_>) -> PyTensor {
-        PyTensor::new(nogil(py, self.t.numel(), || self.t.contiguous()))
+    fn contiguous(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        Ok(PyTensor::new(nogil(py, self.t.numel(), || self.t.contiguous()).py()?))
     }
-    fn clone(&self, py: Python<'_>) -> PyTensor {
-        PyTensor::new(nogil(py, self.t.numel(), || self.t.deep_clone()))
+    fn clone(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        Ok(PyTensor::new(nogil(py, self.t.numel(), || self.t.deep_clone()).py()?))
     }
     /// This tensor on `device` (a device string): itself when it is there, else a copy.
     fn _to_device(&self, py: Python<'_>, device: &str) -> PyResult<PyTensor> {
         let device = ember_core::Device::parse(device).py()?;
         Ok(PyTensor::new(nogil(py, self.t.numel(), || self.t.to_device(device)).py()?))
     }
-    fn _to_dtype(&self, py: Python<'_>, dtype: PyDType) -> PyTensor {
-        PyTensor::new(nogil(py, self.t.numel(), || self.t.to_dtype(dtype.0)))
+    fn _to_dtype(&self, py: Python<'_>, dtype: PyDType) -> PyResult<PyTensor> {
+        Ok(PyTensor::new(nogil(py, self.t.numel(), || self.t.to_dtype(dtype.0)).py()?))
     }
     /// Copies `src` (broadcast and cast) into this tensor, in place.
     fn copy_(slf: Py<Self>, py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<Py<Self>> {

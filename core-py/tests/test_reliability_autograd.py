@@ -165,6 +165,23 @@ def test_no_grad_view_written_in_grad_mode_is_refused():
         v.mul_(2)  # both inside no_grad: fine, untracked
 
 
+def test_no_grad_view_requires_grad_through_its_base_but_passes_no_gradient():
+    # PyTorch: the view reports its base's requires_grad, is a leaf, and what it feeds into
+    # backward reaches neither it nor its base
+    a = ember.ones(3, requires_grad=True)
+    with ember.no_grad():
+        v, plain = a[1:], ember.ones(3)[1:]
+    assert v.requires_grad and v.is_leaf and v.grad_fn is None
+    assert not plain.requires_grad
+    out = (v * 2).sum()
+    assert out.requires_grad
+    out.backward()
+    assert a.grad is None and v.grad is None
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+        v.mul_(2)
+    assert not v.detach().requires_grad
+
+
 def test_optimizer_style_write_under_no_grad_keeps_views_right():
     w = ember.ones(4, requires_grad=True)
     half = w[:2]

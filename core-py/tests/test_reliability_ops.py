@@ -417,6 +417,14 @@ def test_complex_var_and_std(dim):
         np.testing.assert_allclose(got.numpy(), ref(z, axis=axis, ddof=1), rtol=1e-5)
 
 
+def test_complex_var_with_no_degrees_of_freedom_is_inf_where_either_part_spreads():
+    # PyTorch divides the parts' summed squared deviations by zero: inf, unless both parts are flat
+    z = ember.tensor([complex(-4.5, -6.0), complex(-5.25, -6.0), complex(1.0, 2.0), complex(1.0, 2.0)])
+    assert z.reshape(2, 2).var(dim=1, correction=2).tolist()[0] == math.inf
+    assert math.isnan(z.reshape(2, 2).var(dim=1, correction=2).tolist()[1])
+    assert z[:2].std(correction=3).item() == math.inf
+
+
 # ---- elementwise out= of another shape is resized, as PyTorch's resize_output ----
 
 def test_elementwise_out_of_another_shape_is_resized():

@@ -433,15 +433,19 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, builtins.bool):  # var(t, False): the legacy positional `unbiased`
         dim, unbiased = None, dim
     c = _correction(correction, unbiased)
-    if input.is_complex():  # the spread of the real and imaginary parts adds up; the result is real
-        return var(input.real, dim, keepdim=keepdim, correction=c) + var(input.imag, dim, keepdim=keepdim, correction=c)
-    if not input.is_floating_point():
+    if input.is_complex():  # the parts' spreads add up before the division; the result is real
+        total = _squared_deviations(input.real, dim, keepdim) + _squared_deviations(input.imag, dim, keepdim)
+    elif input.is_floating_point():
+        total = _squared_deviations(input, dim, keepdim)
+    else:
         raise RuntimeError(f"std and var only support floating point and complex dtypes, got {input.dtype}")
-    mu = mean(input, dim, True)
-    d = input - mu
-    total = sum(d * d, dim, keepdim)
     denom = builtins.max(0, _dims_count(input, dim) - c)
     return total / denom if denom > 0 else total / 0.0
+
+
+def _squared_deviations(input, dim, keepdim):
+    d = input - mean(input, dim, True)
+    return sum(d * d, dim, keepdim)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):

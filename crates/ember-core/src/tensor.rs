@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// let col = a.select(1, 2)?; // a view of the last column
 /// assert_eq!((a.shape(), a.dtype()), (&[2, 3][..], DType::I64));
 /// assert_eq!(col.to_vec::<i64>()?, [3, 6]);
-/// assert_eq!((&col * 2.0).to_dtype(DType::I64).to_vec::<i64>()?, [6, 12]);
+/// assert_eq!((&col * 2.0).to_dtype(DType::I64)?.to_vec::<i64>()?, [6, 12]);
 /// # Ok::<(), ember_core::Error>(())
 /// ```
 #[derive(Clone)]
@@ -41,6 +41,10 @@ pub struct Inner {
     /// For a view: whether autograd sees it as a view of its base (it was made in grad mode or
     /// given a history), so that writes to the base or to other views change its history too.
     differentiable_view: AtomicBool,
+    /// For a view made in no_grad mode (PyTorch's `CreationMeta::NO_GRAD_MODE`): it requires grad
+    /// when its base does, but no gradient reaches the base through it and it cannot be written
+    /// in place with grad mode on.
+    no_grad_view: AtomicBool,
     /// For a view: the version its history was made at. A write through another alias since
     /// then leaves that history stale; it is remade from the base's when next used.
     view_version: AtomicU64,
@@ -64,6 +68,7 @@ impl Tensor {
             version: Arc::new(AtomicU64::new(0)),
             base: None,
             differentiable_view: AtomicBool::new(false),
+            no_grad_view: AtomicBool::new(false),
             view_version: AtomicU64::new(0),
             multi_output: OnceLock::new(),
             requires_grad: AtomicBool::new(false),
@@ -97,6 +102,7 @@ impl Tensor {
     fn alias_as(&self, layout: Layout, base: Option<Tensor>, dtype: DType) -> Self {
         // As in PyTorch, a view made in no_grad mode is not a view for autograd.
         let differentiable = base.is_some() && autograd::is_grad_enabled();
+        let made_in_no_grad = base.is_some() && !differentiable;
         let multi_output = OnceLock::new();
         if let Some(&origin) = self.0.multi_output.get() {
             let _ = multi_output.set(origin);
@@ -108,6 +114,7 @@ impl Tensor {
             version: self.0.version.clone(),
             base,
             differentiable_view: AtomicBool::new(differentiable),
+            no_grad_view: AtomicBool::new(made_in_no_grad),
             view_version: AtomicU64::new(self.version()),
             multi_output,
             requires_grad: AtomicBool::new(false),
@@ -125,8 +132,16 @@ impl Tensor {
         self.0.base.is_some() && self.0.differentiable_view.load(Ordering::Relaxed)
     }
 
+    /// Makes this view one autograd follows (`on`) or one it ignores entirely (`detach_`,
+    /// `view(dtype)`).
     pub(crate) fn set_differentiable_view(&self, on: bool) {
         self.0.differentiable_view.store(on && self.0.base.is_some(), Ordering::Relaxed);
+        self.0.no_grad_view.store(false, Ordering::Relaxed);
+    }
+
+    /// A view made in no_grad mode (see `Inner`).
+    pub(crate) fn is_no_grad_view(&self) -> bool {
+        self.0.no_grad_view.load(Ordering::Relaxed)
     }
 
     /// Marks the views `function` returned as its outputs, by position (see `Inner`).
@@ -151,7 +166,7 @@ impl Tensor {
     pub(crate) fn mark_view_current(&self) {
         if self.0.base.is_some() {
             self.0.view_version.store(self.version(), Ordering::Relaxed);
-            self.0.differentiable_view.store(true, Ordering::Relaxed);
+            self.set_differentiable_view(true);
         }
     }
 
@@ -282,7 +297,7 @@ impl Tensor {
         if T::DTYPE != self.dtype() {
             bail!(Type, "to_vec: expected dtype {} but the tensor is {}", T::DTYPE, self.dtype());
         }
-        let c = self.to_device(Device::Cpu)?.contiguous();
+        let c = self.to_device(Device::Cpu)?.contiguous()?;
         let n = c.numel();
         let mut v = Vec::with_capacity(n);
         unsafe {
@@ -322,27 +337,27 @@ impl Tensor {
 
     // ---- data movement ----
 
-    pub fn contiguous(&self) -> Tensor {
+    pub fn contiguous(&self) -> Result<Tensor> {
         if self.is_contiguous() {
-            return self.clone();
+            return Ok(self.clone());
         }
-        self.copied("CloneBackward0", infallible(Tensor::empty_on(self.shape(), self.dtype(), self.device())))
+        self.copied("CloneBackward0", Tensor::empty_on(self.shape(), self.dtype(), self.device())?)
     }
 
     /// A fresh contiguous copy, always (PyTorch's `clone`).
-    pub fn deep_clone(&self) -> Tensor {
-        self.copied("CloneBackward0", infallible(Tensor::uninit_like(self.shape(), self.dtype(), self.device(), Some(self))))
+    pub fn deep_clone(&self) -> Result<Tensor> {
+        self.copied("CloneBackward0", Tensor::uninit_like(self.shape(), self.dtype(), self.device(), Some(self))?)
     }
 
     /// Casts; float-to-float casts are differentiable (the gradient is cast back).
-    pub fn to_dtype(&self, dtype: DType) -> Tensor {
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype() {
-            return self.clone();
+            return Ok(self.clone());
         }
-        let out = infallible(Tensor::uninit_like(self.shape(), dtype, self.device(), Some(self)));
+        let out = Tensor::uninit_like(self.shape(), dtype, self.device(), Some(self))?;
         if !dtype.is_inexact() {
-            infallible(out.copy_from_unchecked(self));
-            return out;
+            out.copy_from_unchecked(self)?;
+            return Ok(out);
         }
         self.copied("ToCopyBackward0", out)
     }
@@ -364,13 +379,13 @@ impl Tensor {
 
     /// Copies this tensor into `out` (same shape and device), recording the copy: the gradient
     /// is the output's, cast back to this tensor's dtype.
-    fn copied(&self, name: &'static str, out: Tensor) -> Tensor {
-        infallible(out.copy_from_unchecked(self));
+    fn copied(&self, name: &'static str, out: Tensor) -> Result<Tensor> {
+        out.copy_from_unchecked(self)?;
         if autograd::needs_grad(&[self]) {
             let dtype = self.dtype();
-            autograd::record(name, &[self], &[&out], &[], move |_, g| Ok(vec![Some(g[0].to_dtype(dtype))])).expect("recording a copy");
+            autograd::record(name, &[self], &[&out], &[], move |_, g| Ok(vec![Some(g[0].to_dtype(dtype)?)]))?;
         }
-        out
+        Ok(out)
     }
 
     /// `self.copy_(src)`: broadcasts `src` and casts it to this tensor's dtype; `src` may be on
@@ -392,7 +407,7 @@ impl Tensor {
                 self.bump_version();
                 Ok(())
             },
-            || src.to_device(self.device())?.to_dtype(self.dtype()).broadcast_to(self.shape()),
+            || src.to_device(self.device())?.to_dtype(self.dtype())?.broadcast_to(self.shape()),
         )
     }
 
@@ -404,7 +419,7 @@ impl Tensor {
             return crate::backend::of(to)?.copy(src, self);
         }
         let host = if from == Device::Cpu {
-            src.contiguous()
+            src.contiguous()?
         } else {
             let staged = Tensor::empty_on(src.shape(), src.dtype(), from)?;
             crate::backend::of(from)?.copy(src, &staged)?;
@@ -419,15 +434,6 @@ impl Tensor {
         crate::backend::of(to)?.upload(&host, &staged)?;
         crate::backend::of(to)?.copy(&staged, self)
     }
-}
-
-/// The buffers and copies of `contiguous`, `deep_clone` and `to_dtype`, which keep infallible
-/// signatures (well over a hundred callers, many inside infallible closures): a size that
-/// overflows (a broadcast view's copy), a failed allocation or a backend that cannot copy
-/// panics there with the error's message, which the extension raises as the RuntimeError a
-/// fallible op gives.
-fn infallible<T>(r: Result<T>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Casts like PyTorch's `.to(dtype)`: float to int truncates, anything to bool tests non-zero.

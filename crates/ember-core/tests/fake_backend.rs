@@ -1,13 +1,16 @@
 //! A second backend, registered as `privateuseone`, serving ops through the contract alone: its
 //! memory is its own (`ExtStorage`, which no CPU kernel can read), and each family it serves
 //! runs by wrapping that memory as CPU tensors and calling the CPU backend, counting the calls.
-//! It serves memory, copies, fills, elementwise ops, reductions and random draws, and leaves
-//! matrix products out.
+//! It serves memory, copies, fills, elementwise ops, reductions, random draws, gather, advanced
+//! indexing and sort, and leaves matrix products, scatter and scans out.
 use ember_core::backend::{self, cpu::Cpu, Backend};
 use ember_core::ops::binary::{binary, BinaryOp, Operand, Scalar};
+use ember_core::ops::index::{gather, index, scatter_, Reduce};
 use ember_core::ops::matmul::matmul;
 use ember_core::ops::random::{self, Distribution, Generator};
 use ember_core::ops::reduce::{reduce, ReduceOp};
+use ember_core::ops::scan::{scan, ScanOp};
+use ember_core::ops::sort::sort;
 use ember_core::ops::unary::{unary, UnaryOp};
 use ember_core::storage::{CpuStorage, ExtStorage, Storage};
 use ember_core::{DType, Device, ErrorKind, Tensor};
@@ -92,6 +95,19 @@ impl Backend for Fake {
         self.count("random");
         Cpu.random(dist, key, base, &Self::host_view(out))
     }
+    fn gather(&self, x: &Tensor, dim: usize, index: &Tensor, out: &Tensor) -> ember_core::Result<()> {
+        self.count("index");
+        Cpu.gather(&Self::host_view(x), dim, &Self::host_view(index), &Self::host_view(out))
+    }
+    fn sort(&self, x: &Tensor, dim: usize, descending: bool, values: &Tensor, indices: &Tensor) -> ember_core::Result<()> {
+        self.count("sort");
+        Cpu.sort(&Self::host_view(x), dim, descending, &Self::host_view(values), &Self::host_view(indices))
+    }
+    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], wrap: bool, out: &Tensor) -> ember_core::Result<()> {
+        self.count("index");
+        let host: Vec<(usize, Tensor)> = indices.iter().map(|(d, i)| (*d, Self::host_view(i))).collect();
+        Cpu.index(&Self::host_view(x), &host, wrap, &Self::host_view(out))
+    }
 }
 
 fn fake() {
@@ -117,7 +133,7 @@ fn tensors_move_to_the_fake_device_and_back() {
     // A transposed view copied to the CPU: the fake backend's strided copy, then a download.
     let back = x.t().unwrap().to_device(Device::Cpu).unwrap();
     assert_eq!(back.to_vec::<f32>().unwrap(), [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
-    assert_eq!(x.to_dtype(DType::F64).to_vec::<f64>().unwrap(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(x.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
 }
 
 #[test]
@@ -163,6 +179,38 @@ fn a_family_the_backend_lacks_is_refused_with_pytorchs_error() {
     let err = matmul(&a, &a).unwrap_err();
     assert_eq!(err.kind, ErrorKind::NotImplemented);
     assert!(err.message.starts_with("Could not run 'aten::bmm' with arguments from the 'PrivateUse1' backend"), "{}", err.message);
+}
+
+#[test]
+fn indexing_runs_on_the_fake_backend_which_checks_the_indices() {
+    let x = on_fake(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let ints = |v: Vec<i64>, shape: &[usize]| Tensor::from_vec(v, shape).unwrap().to_device(FAKE).unwrap();
+    let before = calls("index");
+    let picked = gather(&x, 1, &ints(vec![2, 0], &[1, 2])).unwrap();
+    assert_eq!(picked.device(), FAKE);
+    assert_eq!(picked.to_vec::<f32>().unwrap(), [3.0, 1.0]);
+    let last_row = index(&x, &[(0, ints(vec![-1], &[1]))]).unwrap();
+    assert_eq!(last_row.to_vec::<f32>().unwrap(), [4.0, 5.0, 6.0]);
+    assert_eq!(calls("index"), before + 2);
+    let err = gather(&x, 1, &ints(vec![3], &[1, 1])).unwrap_err();
+    assert_eq!((err.kind, err.message.as_str()), (ErrorKind::Index, "index 3 is out of bounds for dimension 1 with size 3"));
+    let err = scatter_(&x, 1, &ints(vec![0, 1], &[1, 2]), &picked, Reduce::Sum, true).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::NotImplemented);
+    assert!(err.message.starts_with("Could not run 'aten::scatter' with arguments from the 'PrivateUse1' backend"), "{}", err.message);
+}
+
+#[test]
+fn sort_runs_on_the_fake_backend_and_a_scan_is_refused() {
+    let x = on_fake(vec![3.0, 1.0, 2.0, 0.0, 5.0, 4.0], &[2, 3]);
+    let before = calls("sort");
+    let (values, indices) = sort(&x.t().unwrap(), 0, true).unwrap();
+    assert_eq!((values.device(), indices.device()), (FAKE, FAKE));
+    assert_eq!(values.to_vec::<f32>().unwrap(), [3.0, 5.0, 2.0, 4.0, 1.0, 0.0]);
+    assert_eq!(indices.to_vec::<i64>().unwrap(), [0, 1, 2, 2, 1, 0]);
+    assert_eq!(calls("sort"), before + 1);
+    let err = scan(ScanOp::Sum, &x, 1, None).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::NotImplemented);
+    assert!(err.message.starts_with("Could not run 'aten::cumsum' with arguments from the 'PrivateUse1' backend"), "{}", err.message);
 }
 
 #[test]

@@ -247,7 +247,7 @@ fn conform(node: &Node, k: usize, g: Tensor, meta: &Meta) -> Result<Tensor> {
         g
     };
     let g = g.to_device(meta.device)?;
-    Ok(if g.dtype() != meta.dtype { g.to_dtype(meta.dtype) } else { g })
+    Ok(if g.dtype() != meta.dtype { g.to_dtype(meta.dtype)? } else { g })
 }
 
 fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -268,7 +268,7 @@ fn add_to(buffer: &mut [Option<Tensor>], nr: usize, g: Tensor) -> Result<()> {
 fn accumulate(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
     let new = match leaf.grad() {
         None if create_graph => g,
-        None => owned(g),
+        None => owned(g)?,
         Some(old) if !create_graph && !old.requires_grad() => {
             crate::ops::binary::binary_out(BinaryOp::Add, Operand::Tensor(&old), Operand::Tensor(&g), &old)?;
             old
@@ -280,10 +280,10 @@ fn accumulate(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
 }
 
 /// `g` itself when it is a dense, unshared, untracked tensor; otherwise a copy.
-fn owned(g: Tensor) -> Tensor {
+fn owned(g: Tensor) -> Result<Tensor> {
     let unshared = Arc::strong_count(&g.0) == 1 && Arc::strong_count(g.storage()) == 1 && g.base().is_none();
     if unshared && !g.requires_grad() && (g.is_contiguous() || g.layout().dense_order().is_some()) {
-        g
+        Ok(g)
     } else {
         g.detach().deep_clone()
     }

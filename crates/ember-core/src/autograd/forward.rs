@@ -184,7 +184,7 @@ pub fn make_dual(primal: &Tensor, tangent: &Tensor, level: u64) -> Result<Tensor
         bail!(Runtime, "Making a dual Tensor based on a Tensor that already has a forward gradient at the same level {level} is not supported.");
     }
     let dual = alias(primal, "ViewBackward0")?;
-    let t = if tangent.dtype() == primal.dtype() { tangent.clone() } else { tangent.to_dtype(primal.dtype()) };
+    let t = if tangent.dtype() == primal.dtype() { tangent.clone() } else { tangent.to_dtype(primal.dtype())? };
     set_tangent(&dual, Some(mirror(&dual, &t)?));
     Ok(dual)
 }
@@ -225,7 +225,7 @@ pub(crate) fn set_output_tangents(outputs: &[&Tensor], tangents: Vec<Option<Tens
     for (out, t) in outputs.iter().zip(tangents) {
         let t = match t {
             Some(t) if t.shape() != out.shape() => bail!(Runtime, "a forward-mode rule returned a tangent of shape {:?} for an output of shape {:?}", t.shape(), out.shape()),
-            Some(t) => Some(mirror(out, &t.to_dtype(out.dtype()))?),
+            Some(t) => Some(mirror(out, &t.to_dtype(out.dtype())?)?),
             None => None,
         };
         if t.is_some() {
@@ -286,7 +286,7 @@ pub(crate) fn generic(node: &Arc<Node>, inputs: &[&Tensor], tangents: &[Option<T
 /// to the input's dtype (what the engine does before passing it on).
 fn fit(g: &Tensor, input: &Tensor) -> Result<Tensor> {
     let g = if g.shape() != input.shape() { sum_to(g, input.shape())? } else { g.clone() };
-    Ok(if g.dtype() != input.dtype() { g.to_dtype(input.dtype()) } else { g })
+    Ok(if g.dtype() != input.dtype() { g.to_dtype(input.dtype())? } else { g })
 }
 
 /// `Re Σ conj(g)·t`, the real inner product under which backward functions are adjoints.

@@ -39,18 +39,18 @@ pub fn in_place(dst: &Tensor, others: &[&Tensor], kernel: impl FnOnce() -> Resul
     }
     let v = value()?;
     if !tracked {
-        let v = if v.dtype() != dst.dtype() { v.to_dtype(dst.dtype()) } else { v };
+        let v = if v.dtype() != dst.dtype() { v.to_dtype(dst.dtype())? } else { v };
         // `value` may be a view of an operand (`copy_`'s is), still on `dst`'s memory.
-        let v = if v.same_storage(dst) { v.deep_clone() } else { v };
+        let v = if v.same_storage(dst) { v.deep_clone()? } else { v };
         write(dst, &v)?;
         return forward::assign_in_place(dst, &v);
     }
     if let Some(node) = v.grad_fn() {
         // The write below would invalidate `dst` where the new value's node saved it (mul_,
         // pow_ ...): it keeps a copy of the old contents instead, as PyTorch does.
-        node.snapshot_saved(dst);
+        node.snapshot_saved(dst)?;
     }
-    let v = if v.dtype() != dst.dtype() { v.to_dtype(dst.dtype()) } else { v };
+    let v = if v.dtype() != dst.dtype() { v.to_dtype(dst.dtype())? } else { v };
     if v.shape() != dst.shape() {
         bail!(Runtime, "output with shape {:?} doesn't match the broadcast shape {:?}", dst.shape(), v.shape());
     }
@@ -85,8 +85,13 @@ pub fn out_write(out: &Tensor, inputs: &[&Tensor], kernel: impl FnOnce() -> Resu
     out.copy_(&v)
 }
 
+const NO_GRAD_VIEW_WRITE: &str = "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+
 /// Refuses to write a leaf that requires grad (or a view of one) while grad mode is on.
 pub fn check_writable(dst: &Tensor) -> Result<()> {
+    if dst.is_no_grad_view() {
+        bail!(Runtime, "{NO_GRAD_VIEW_WRITE}");
+    }
     if dst.requires_grad() && dst.is_leaf() {
         bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
     }
@@ -98,7 +103,7 @@ pub fn check_writable(dst: &Tensor) -> Result<()> {
             bail!(Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
         }
         if !dst.is_differentiable_view() {
-            bail!(Runtime, "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).");
+            bail!(Runtime, "{NO_GRAD_VIEW_WRITE}");
         }
     }
     Ok(())
@@ -215,7 +220,7 @@ impl ViewMap {
             let _raw = untracked();
             let dtype = g.dtype().to_real();
             let k = crate::ops::creation::full_on(g.shape(), Scalar::Int(1), dtype, g.device())?;
-            crate::ops::index::index_fill_(&k.reshape(&[-1])?, 0, &self.positions()?.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(dtype))?;
+            crate::ops::index::index_fill_(&k.reshape(&[-1])?, 0, &self.positions()?.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(dtype)?)?;
             k
         };
         let out = binary(BinaryOp::Mul, Operand::Tensor(&g), Operand::Tensor(&keep))?;

@@ -109,15 +109,16 @@ impl Node {
 
     /// Replaces saved inputs that are `t` itself by a copy of its current contents (with its
     /// history, for create_graph), before an in-place write to `t`.
-    pub(crate) fn snapshot_saved(&self, t: &Tensor) {
+    pub(crate) fn snapshot_saved(&self, t: &Tensor) -> Result<()> {
         let mut saved = self.saved.lock().unwrap();
         for s in saved.iter_mut().filter(|s| s.output_nr.is_none()) {
             if s.data.as_ref().is_some_and(|d| Arc::ptr_eq(&d.0, &t.0)) {
-                let copy = t.deep_clone();
+                let copy = t.deep_clone()?;
                 s.version = copy.version();
                 s.data = Some(copy);
             }
         }
+        Ok(())
     }
 
     /// Gives the saved copies of the outputs the tangents the outputs got after this node was
@@ -276,10 +277,12 @@ pub(crate) fn gradient_edge(t: &Tensor) -> Option<Edge> {
     if !t.requires_grad() {
         return None;
     }
-    Some(match t.grad_fn() {
-        Some(node) => Edge { node, input_nr: t.output_nr() },
-        None => Edge { node: t.grad_accumulator(), input_nr: 0 },
-    })
+    match t.grad_fn() {
+        Some(node) => Some(Edge { node, input_nr: t.output_nr() }),
+        // It requires grad through its base but has no path to it: PyTorch drops its gradient.
+        None if t.is_no_grad_view() && !t.0.requires_grad.load(std::sync::atomic::Ordering::Relaxed) => None,
+        None => Some(Edge { node: t.grad_accumulator(), input_nr: 0 }),
+    }
 }
 
 /// Records `f` as the node that made `outputs` from `inputs` and returns it.

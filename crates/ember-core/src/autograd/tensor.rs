@@ -16,10 +16,11 @@ impl Tensor {
         self.0.requires_grad.load(Ordering::Relaxed) || self.base().is_some_and(|b| self.requires_grad_through(b))
     }
 
-    /// A view that did not require grad does once a write through another alias of its base
-    /// gave the base a history (the view's history is then remade from the base's).
+    /// A view made in no_grad mode requires grad when its base does, as in PyTorch. Another
+    /// view that did not require grad does once a write through another alias of its base gave
+    /// the base a history (the view's history is then remade from the base's).
     fn requires_grad_through(&self, base: &Tensor) -> bool {
-        base.0.requires_grad.load(Ordering::Relaxed) && self.is_stale_view()
+        base.0.requires_grad.load(Ordering::Relaxed) && (self.is_stale_view() || self.is_no_grad_view())
     }
 
     pub(crate) fn with_meta<R>(&self, f: impl FnOnce(&mut AutogradMeta) -> R) -> R {

@@ -10,9 +10,9 @@
 //! NotImplementedError.
 //!
 //! In the contract so far: memory (allocation, upload/download, strided copy with cast, fill),
-//! elementwise ops, reductions, matrix products and random draws. The other families (index,
-//! norms and softmax, conv/pool, sort/scan, fft, linalg) still call the CPU kernels from
-//! `ops/` and run on CPU tensors only.
+//! elementwise ops, reductions, matrix products, random draws, indexing, softmax and
+//! normalisation, sorting and scans. The other families (conv/pool, fft, linalg) still call the
+//! CPU kernels from `ops/` and run on CPU tensors only.
 pub mod cpu;
 
 use crate::bail;
@@ -20,7 +20,10 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
+use crate::ops::index::Reduce;
 use crate::ops::random::Distribution;
+use crate::ops::scan::ScanOp;
+use crate::ops::sort::{Interpolation, Statistic};
 use crate::ops::reduce::ReduceOp;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
@@ -89,6 +92,109 @@ pub trait Backend: Send + Sync {
     /// Element `i` of the contiguous `out` (`dist.dtype()`) = `dist.sample(key, base, i)`.
     fn random(&self, dist: Distribution, key: u64, base: u64, out: &Tensor) -> Result<()> {
         unsupported("random_", self.name(), out.dtype())
+    }
+
+    // ---- indexing ----
+    // Index tensors (int64, or int32 where PyTorch takes them) arrive with checked shapes; their
+    // values are the backend's to check as it runs (an IndexError "index i is out of bounds for
+    // dimension d with size n"), negatives wrapped where `wrap` says so (advanced indexing, which
+    // also checks nothing when another dim is empty and no element moves).
+    /// `out = x[indices]`: NumPy advanced indexing by `(dim, index)` pairs on increasing dims;
+    /// `out` has the shape [`IndexShape`](crate::ops::index::IndexShape) gives.
+    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], wrap: bool, out: &Tensor) -> Result<()> {
+        unsupported("index.Tensor", self.name(), x.dtype())
+    }
+    /// `x[indices] = values`, or `+=` in index order with `accumulate`; `values` has `x`'s dtype
+    /// and the indexing result's shape.
+    fn index_put(&self, x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
+        unsupported("index_put_", self.name(), x.dtype())
+    }
+    /// `out[..j..] = x[..index[..j..]..]` along `dim`; int64 `index` has `out`'s shape.
+    fn gather(&self, x: &Tensor, dim: usize, index: &Tensor, out: &Tensor) -> Result<()> {
+        unsupported("gather", self.name(), x.dtype())
+    }
+    /// `x[..index[..j..]..] (op)= src[..j..]` along `dim`, in place; `src` has `x`'s dtype.
+    /// Without `include_self` a destination that receives values starts from `op`'s identity;
+    /// `Mean` divides by the number of values that met there.
+    fn scatter(&self, x: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+        unsupported("scatter", self.name(), x.dtype())
+    }
+    /// The coordinates of `x`'s non-zero elements: an int64 `[count, ndim]` tensor on the
+    /// device, in row-major order.
+    fn nonzero(&self, x: &Tensor) -> Result<Tensor> {
+        unsupported("nonzero", self.name(), x.dtype())
+    }
+    /// The elements of `x` where the bool `mask` (of `x`'s shape), 1-d in row-major order.
+    fn masked_select(&self, x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        unsupported("masked_select", self.name(), x.dtype())
+    }
+    /// `out` = `x` (2+ dims) with the elements above the `diagonal`-th diagonal of its last two
+    /// dims zeroed (below it if `upper`).
+    fn tri(&self, x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
+        unsupported(if upper { "triu" } else { "tril" }, self.name(), x.dtype())
+    }
+
+    // ---- softmax and normalisation (float dtypes) ----
+    /// `out` (contiguous) = softmax of `x` along `dim`, or log_softmax with `log`.
+    fn softmax(&self, x: &Tensor, dim: usize, log: bool, out: &Tensor) -> Result<()> {
+        unsupported(if log { "_log_softmax" } else { "_softmax" }, self.name(), x.dtype())
+    }
+    /// `out` (contiguous) = each row of `n` elements of `x` minus its mean, over the square root
+    /// of its biased variance plus `eps`, times `weight` plus `bias` (`[n]`; 1 and 0 if absent).
+    fn layer_norm(&self, x: &Tensor, n: usize, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, out: &Tensor) -> Result<()> {
+        unsupported("native_layer_norm", self.name(), x.dtype())
+    }
+    /// The mean and biased variance of each of the `rows` rows of the contiguous `x`: per-row
+    /// statistics, few enough to come back to the host, where group, batch and instance norm
+    /// turn them into a scale and a shift.
+    fn row_moments(&self, x: &Tensor, rows: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+        unsupported("native_batch_norm", self.name(), x.dtype())
+    }
+    /// `out = x * scale[r] + shift[r]` for each row `r` of the contiguous `x` and `out`.
+    fn affine_rows(&self, x: &Tensor, scale: &[f64], shift: &[f64], out: &Tensor) -> Result<()> {
+        unsupported("native_batch_norm", self.name(), x.dtype())
+    }
+
+    // ---- sorting and scans, along `dim` of a tensor of any strides (real dtypes; NaN sorts
+    // as the largest value). `values`/`indices` (int64) come fresh, of the result's shape. ----
+    /// Each row sorted, ascending or `descending`; equal values keep their order.
+    fn sort(&self, x: &Tensor, dim: usize, descending: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
+        unsupported("sort", self.name(), x.dtype())
+    }
+    /// The `k` largest (smallest unless `largest`) of each row, in order if `sorted`; ties in
+    /// their original order.
+    fn topk(&self, x: &Tensor, k: usize, dim: usize, largest: bool, sorted: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
+        unsupported("topk", self.name(), x.dtype())
+    }
+    /// `stat` of each (non-empty) row and the index it was taken at; `dim` kept as size 1.
+    fn select(&self, x: &Tensor, dim: usize, stat: Statistic, values: &Tensor, indices: &Tensor) -> Result<()> {
+        unsupported(&format!("{stat:?}"), self.name(), x.dtype())
+    }
+    /// `out[j, r]` = the `q[j]`-quantile of row `r` (NaN where the row holds one, unless
+    /// `ignore_nan`; then of its other values).
+    fn quantile(&self, x: &Tensor, dim: usize, q: &[f64], interpolation: Interpolation, ignore_nan: bool, out: &Tensor) -> Result<()> {
+        unsupported("quantile", self.name(), x.dtype())
+    }
+    /// The distinct elements (`dim` None: flat, inverse of `x.numel()`) or slices along `dim`,
+    /// sorted unless `consecutive` (then runs of equals), with the inverse (when asked) and the
+    /// counts, all int64 on the device.
+    fn unique(&self, x: &Tensor, dim: Option<usize>, consecutive: bool, with_inverse: bool) -> Result<(Tensor, Option<Tensor>, Tensor)> {
+        unsupported("_unique2", self.name(), x.dtype())
+    }
+    /// `out` (int64 or int32) = each value of `x`' insertion point (after equals if `right`)
+    /// in its row of `seq` (1-d, or `x`'s leading dims), both of one dtype, read through the
+    /// int64 `sorter` when given (its values the backend's to check).
+    fn searchsorted(&self, seq: &Tensor, x: &Tensor, right: bool, sorter: Option<&Tensor>, out: &Tensor) -> Result<()> {
+        unsupported("searchsorted", self.name(), x.dtype())
+    }
+    /// `out` = the running `op` of `x` along `dim`, in `out`'s dtype (int64 for integers).
+    fn scan(&self, op: ScanOp, x: &Tensor, dim: usize, out: &Tensor) -> Result<()> {
+        unsupported(op.name(), self.name(), x.dtype())
+    }
+    /// The running maximum (minimum unless `max`) along `dim` and where it was taken: a tie
+    /// moves to the later element, a NaN once seen stays.
+    fn cum_extreme(&self, x: &Tensor, dim: usize, max: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
+        unsupported(if max { "cummax" } else { "cummin" }, self.name(), x.dtype())
     }
 }
 

@@ -146,11 +146,11 @@ impl Tensor {
         match self.dtype() {
             DType::Bool => Ok(shown.to_vec::<bool>()?.iter().map(|&b| (if b { "True" } else { "False" }).to_string()).collect()),
             d if d.is_complex() => {
-                let v = shown.to_dtype(DType::C128).to_vec::<crate::dtype::CDouble>()?;
+                let v = shown.to_dtype(DType::C128)?.to_vec::<crate::dtype::CDouble>()?;
                 Ok(v.iter().map(|c| format!("{:.4}{:+.4}j", c.re, c.im)).collect())
             }
-            d if d.is_float() => Ok(float_cells(&shown.to_dtype(DType::F64).to_vec::<f64>()?)),
-            _ => Ok(shown.to_dtype(DType::I64).to_vec::<i64>()?.iter().map(i64::to_string).collect()),
+            d if d.is_float() => Ok(float_cells(&shown.to_dtype(DType::F64)?.to_vec::<f64>()?)),
+            _ => Ok(shown.to_dtype(DType::I64)?.to_vec::<i64>()?.iter().map(i64::to_string).collect()),
         }
     }
 

@@ -144,7 +144,7 @@ impl Operand<'_> {
     /// This operand as a tensor of `dtype` on `device` broadcast to `shape`.
     pub fn materialize(&self, dtype: DType, shape: &[usize], device: Device) -> Result<Tensor> {
         let t = match self {
-            Operand::Tensor(t) => t.to_device(device)?.to_dtype(dtype),
+            Operand::Tensor(t) => t.to_device(device)?.to_dtype(dtype)?,
             Operand::Scalar(s) => s.to_tensor(dtype).to_device(device)?,
         };
         t.broadcast_to(shape)

@@ -21,7 +21,7 @@ pub fn view_as_real(x: &Tensor) -> Result<Tensor> {
     strides.push(1);
     let out = x.with_dtype_layout(x.dtype().to_real(), Layout::new(shape, strides, x.layout().offset() * 2));
     if autograd::needs_grad(&[x]) {
-        autograd::record("ViewAsRealBackward0", &[x], &[&out], &[], |_, g| Ok(vec![Some(view_as_complex(&g[0].contiguous())?)]))?;
+        autograd::record("ViewAsRealBackward0", &[x], &[&out], &[], |_, g| Ok(vec![Some(view_as_complex(&g[0].contiguous()?)?)]))?;
     }
     Ok(out)
 }

@@ -34,7 +34,7 @@ pub fn reduce_complex(op: ReduceOp, x: &Tensor, mask: &[bool], keepdim: bool) ->
         (ReduceOp::All, _) => crate::with_complex!(d, T, fold::<T, bool, bool>(x, mask, &out, true, |v| v.is_nonzero(), |a, b| a & b, |a, _| a, None)),
         (ReduceOp::Any, _) => crate::with_complex!(d, T, fold::<T, bool, bool>(x, mask, &out, false, |v| v.is_nonzero(), |a, b| a | b, |a, _| a, None)),
         _ => crate::with_complex!(d, T, fold::<T, i64, i64>(x, mask, &out, 0, |v| v.is_nonzero() as i64, |a, b| a + b, |a, _| a, None)),
-    }
+    }?;
     Ok(out)
 }
 
@@ -43,9 +43,9 @@ fn sum_of_parts(op: ReduceOp, x: &Tensor, mask: &[bool], keepdim: bool) -> Resul
     let dims: Vec<i64> = (0..x.ndim()).filter(|&d| mask[d]).map(|d| d as i64).collect();
     if dims.is_empty() {
         // A 0-d input: nothing to reduce.
-        return Ok(x.deep_clone());
+        return Ok(x.deep_clone()?);
     }
     let parts = super::complex::view_as_real(x)?;
     let r = reduce(op, &parts, Some(&dims), keepdim, None)?;
-    super::complex::view_as_complex(&r.contiguous())
+    super::complex::view_as_complex(&r.contiguous()?)
 }

@@ -370,13 +370,13 @@ fn prepare(op: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, gro
     // PyTorch's rule: a channels-last input or weight gives a channels-last conv.
     let channels_last = !transposed && dims == 2 && (crate::backend::cpu::nhwc::is_channels_last(&input) || crate::backend::cpu::nhwc::is_channels_last(weight));
     // The NHWC kernel reads the weight in any layout.
-    let (x, w) = (input.to_dtype(c), weight.to_dtype(c));
+    let (x, w) = (input.to_dtype(c)?, weight.to_dtype(c)?);
     Ok(Operands {
         batch: input.shape()[0],
-        input: if channels_last { crate::backend::cpu::nhwc::to_channels_last(&x) } else { x.contiguous() },
-        weight: if channels_last { w } else { w.contiguous() },
+        input: if channels_last { crate::backend::cpu::nhwc::to_channels_last(&x)? } else { x.contiguous()? },
+        weight: if channels_last { w } else { w.contiguous()? },
         channels_last,
-        bias: bias.map(|b| b.to_dtype(c).contiguous()),
+        bias: bias.map(|b| b.to_dtype(c)?.contiguous()).transpose()?,
         groups: g,
         unbatched,
         dtype: weight.dtype(),
@@ -384,7 +384,7 @@ fn prepare(op: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>, gro
 }
 
 fn finish(ops: &Operands, out: Tensor) -> Result<Tensor> {
-    let out = out.to_dtype(ops.dtype);
+    let out = out.to_dtype(ops.dtype)?;
     if ops.unbatched {
         out.squeeze(Some(&[0]))
     } else {

@@ -20,7 +20,7 @@ fn checked_indices(indices: &Tensor, rows: usize, what: &str) -> Result<Vec<i64>
     if !matches!(indices.dtype(), DType::I64 | DType::I32) {
         bail!(Runtime, "Expected tensor for argument #1 '{what}' to have one of the following scalar types: Long, Int; but got {} instead", indices.dtype().legacy_name());
     }
-    let idx = indices.to_dtype(DType::I64).contiguous().to_vec::<i64>()?;
+    let idx = indices.to_dtype(DType::I64)?.contiguous()?.to_vec::<i64>()?;
     if idx.iter().any(|&i| i < 0 || i as usize >= rows) {
         bail!(Index, "index out of range in self");
     }
@@ -159,7 +159,7 @@ pub fn embedding_bag(
     let psw = match per_sample_weights {
         Some(_) if mode != BagMode::Sum => bail!(NotImplemented, "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode='{}'). Please open a feature request on GitHub.", if mode == BagMode::Mean { "mean" } else { "max" }),
         Some(p) if p.shape() != indices.shape() => bail!(Value, "embedding_bag: If per_sample_weights ({:?}) is not None, then it must have the same shape as the input ({:?})", p.shape(), indices.shape()),
-        Some(p) => p.to_dtype(DType::F64).contiguous().to_vec::<f64>()?,
+        Some(p) => p.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?,
         None => vec![1.0; idx.len()],
     };
     let out = Tensor::uninit(&[bags.len(), dim], weight.dtype())?;

@@ -123,7 +123,7 @@ fn r2c_backward(g: &Tensor, dims: &[usize], norm: Norm, onesided: bool, full: us
         g.clone()
     };
     let back = fft_c2c(&g, dims, norm.swapped(), false)?;
-    Ok(super::complex::real(&back)?.to_dtype(in_dtype))
+    Ok(super::complex::real(&back)?.to_dtype(in_dtype)?)
 }
 
 /// The adjoint of c2r: a forward r2c of the gradient with the same factor, the coefficients
@@ -140,7 +140,7 @@ fn c2r_backward(g: &Tensor, dims: &[usize], norm: Norm) -> Result<Tensor> {
     let weights: Vec<f64> = (0..m).map(|k| if k >= 1 && k <= doubled { 2.0 } else { 1.0 }).collect();
     let mut wshape = vec![1usize; g.ndim()];
     wshape[last] = m;
-    let w = Tensor::from_vec(weights, &wshape)?.to_dtype(half.dtype().to_real());
+    let w = Tensor::from_vec(weights, &wshape)?.to_dtype(half.dtype().to_real())?;
     super::grad::mul(&half, &w)
 }
 
@@ -155,7 +155,7 @@ fn c2c_kernel(x: &Tensor, dims: &[usize], norm: Norm, forward: bool) -> Result<T
     }
     check_dims(x, dims)?;
     let scale = norm.scale(points(x, dims), forward);
-    let w = x.to_dtype(working_complex(x.dtype()));
+    let w = x.to_dtype(working_complex(x.dtype()))?;
     let mut cur = Stage { t: w, owned: x.dtype() != working_complex(x.dtype()) };
     // The transforms commute: the innermost dim goes first, so it is the one that copies the input
     // (row by row) and the column gathers then work in place on lines they have just read.
@@ -168,7 +168,7 @@ fn c2c_kernel(x: &Tensor, dims: &[usize], norm: Norm, forward: bool) -> Result<T
             _ => c2c_stage::<f32>(cur, d, forward, s)?,
         };
     }
-    Ok(cur.t.contiguous().to_dtype(x.dtype()))
+    Ok(cur.t.contiguous()?.to_dtype(x.dtype())?)
 }
 
 fn r2c_kernel(x: &Tensor, dims: &[usize], norm: Norm, onesided: bool) -> Result<Tensor> {
@@ -181,7 +181,7 @@ fn r2c_kernel(x: &Tensor, dims: &[usize], norm: Norm, onesided: bool) -> Result<
     let scale = norm.scale(points(x, dims), true);
     let (last, rest) = dims.split_last().expect("checked non-empty");
     let only = rest.is_empty();
-    let w = x.to_dtype(work);
+    let w = x.to_dtype(work)?;
     let mut cur = match work {
         DType::F64 => r2c_stage::<f64>(&w, *last, onesided, if only { scale } else { 1.0 })?,
         _ => r2c_stage::<f32>(&w, *last, onesided, if only { scale } else { 1.0 })?,
@@ -194,7 +194,7 @@ fn r2c_kernel(x: &Tensor, dims: &[usize], norm: Norm, onesided: bool) -> Result<
         };
     }
     let out_dtype = if x.dtype() == DType::F16 { DType::C32 } else { work.to_complex() };
-    Ok(cur.t.contiguous().to_dtype(out_dtype))
+    Ok(cur.t.contiguous()?.to_dtype(out_dtype)?)
 }
 
 fn c2r_kernel(x: &Tensor, dims: &[usize], norm: Norm, last_size: usize) -> Result<Tensor> {
@@ -209,7 +209,7 @@ fn c2r_kernel(x: &Tensor, dims: &[usize], norm: Norm, last_size: usize) -> Resul
     let n: usize = rest.iter().map(|&d| x.shape()[d]).product::<usize>() * last_size;
     let scale = norm.scale(n, false);
     let work = working_complex(x.dtype());
-    let mut cur = Stage { t: x.to_dtype(work), owned: x.dtype() != work };
+    let mut cur = Stage { t: x.to_dtype(work)?, owned: x.dtype() != work };
     for &d in rest {
         cur = match work {
             DType::C128 => c2c_stage::<f64>(cur, d, false, 1.0)?,
@@ -220,7 +220,7 @@ fn c2r_kernel(x: &Tensor, dims: &[usize], norm: Norm, last_size: usize) -> Resul
         DType::C128 => c2r_stage::<f64>(&cur.t, *last, last_size, scale)?,
         _ => c2r_stage::<f32>(&cur.t, *last, last_size, scale)?,
     };
-    Ok(out.contiguous().to_dtype(x.dtype().to_real()))
+    Ok(out.contiguous()?.to_dtype(x.dtype().to_real())?)
 }
 
 /// An intermediate result, and whether its buffer is ours to transform in place.
@@ -236,7 +236,7 @@ fn rows_along(t: &Tensor, dim: usize) -> Result<(Tensor, Vec<i64>)> {
     let mut order: Vec<i64> = (0..nd as i64).filter(|&d| d != dim as i64).collect();
     order.push(dim as i64);
     let moved = t.permute(&order)?;
-    let rows = moved.contiguous();
+    let rows = moved.contiguous()?;
     let mut inverse = vec![0i64; nd];
     for (i, &d) in order.iter().enumerate() {
         inverse[d as usize] = i as i64;
@@ -262,7 +262,7 @@ const PREFETCH_ROWS: usize = 8;
 /// back, so the data is read and written once and no transpose is made. In place when the buffer
 /// is ours. Rows too few for the threads are each split in two (`transform_in_halves`).
 fn c2c_stage<T: FftFloat>(cur: Stage, dim: usize, forward: bool, scale: f64) -> Result<Stage> {
-    let src = cur.t.contiguous();
+    let src = cur.t.contiguous()?;
     let shape = src.shape();
     let n = shape[dim];
     let inner: usize = shape[dim + 1..].iter().product();
@@ -549,7 +549,7 @@ mod tests {
                 assert!((a - b).abs() < 1e-12);
             }
             let full = fft_r2c(&x, &[0, 1], Norm::Backward, false).unwrap();
-            let direct = fft_c2c(&x.to_dtype(DType::C128), &[0, 1], Norm::Backward, true).unwrap();
+            let direct = fft_c2c(&x.to_dtype(DType::C128).unwrap(), &[0, 1], Norm::Backward, true).unwrap();
             close(&full.to_vec::<CDouble>().unwrap(), &direct.to_vec::<CDouble>().unwrap());
         }
     }

@@ -1,269 +1,96 @@
-//! Indexing kernels: advanced (NumPy) indexing get/put, gather/scatter, index_*, masked_*,
-//! take, nonzero, tril/triu. Every index is checked (and wrapped where PyTorch wraps) into a
-//! fresh int64 tensor before a kernel reads or writes through it.
+//! Indexing: advanced (NumPy) indexing get/put, gather/scatter, index_*, masked_*, take,
+//! nonzero, tril/triu. Shapes, dtypes and autograd here; the backend checks the index values
+//! (wrapping negatives where PyTorch wraps) as it runs the kernel.
 use super::binary::{binary, BinaryOp, Operand};
-use crate::backend::cpu::map::{binary_into, ternary_into, unary_into, Ptr};
 use crate::autograd::{self, LinearFn};
+use crate::backend::{self, Backend};
 use crate::bail;
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::broadcast_shapes;
-use crate::parallel::{for_range, pool, GRAIN};
-use crate::strided::{unravel, Plan};
 use crate::tensor::Tensor;
-use crate::with_dtype;
-use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Binds `$T` to an unsigned type of `$size` bytes, for kernels that only move elements.
-macro_rules! with_width {
-    ($size:expr, $T:ident, $body:expr) => {
-        match $size {
-            1 => {
-                type $T = u8;
-                $body
-            }
-            2 => {
-                type $T = u16;
-                $body
-            }
-            4 => {
-                type $T = u32;
-                $body
-            }
-            // complex128: two u64, so 8-byte aligned NumPy buffers are read correctly.
-            16 => {
-                type $T = [u64; 2];
-                $body
-            }
-            _ => {
-                type $T = u64;
-                $body
-            }
-        }
-    };
-}
-
-/// PyTorch's name for an int index dtype check: only integer tensors may index.
-pub fn require_integer(index: &Tensor, what: &str) -> Result<()> {
-    if !index.dtype().is_int() {
-        bail!(Index, "{what}: tensors used as indices must be long, int, byte or bool tensors, got {}", index.dtype());
-    }
-    Ok(())
-}
-
-/// `index` as a contiguous int64 tensor whose values are checked against `size` (negatives wrapped
-/// when `wrap`, as advanced indexing and `take` do; gather/scatter/index_* refuse them).
-pub fn checked_index(index: &Tensor, size: usize, dim: usize, wrap: bool) -> Result<Tensor> {
-    require_integer(index, "index")?;
-    let out = Tensor::uninit(index.shape(), DType::I64)?;
-    let (found, bad) = (AtomicBool::new(false), AtomicI64::new(0));
-    let n = size as i64;
-    with_dtype!(index.dtype(), I, unary_into::<I, i64>(index, &out, |v| {
-        let i = v.to_i64();
-        let w = if wrap && i < 0 { i + n } else { i };
-        if (0..n).contains(&w) {
-            w
-        } else {
-            bad.store(i, Ordering::Relaxed);
-            found.store(true, Ordering::Relaxed);
-            0
-        }
-    }));
-    if found.load(Ordering::Relaxed) {
-        bail!(Index, "index {} is out of bounds for dimension {dim} with size {size}", bad.load(Ordering::Relaxed));
-    }
-    Ok(out)
-}
-
-/// `sum_d coord_d * strides[d]` for every position of `shape`, as a contiguous int64 tensor.
-fn layout_offsets(shape: &[usize], strides: &[isize]) -> Result<Tensor> {
-    let acc = Tensor::zeros(shape, DType::I64)?;
-    for d in 0..shape.len() {
-        let coord = super::creation::from_index_fn::<i64>(shape[d], |i| i as i64)?;
-        let mut l = vec![1usize; shape.len()];
-        l[d] = shape[d];
-        let coord = coord.reshape(&l.iter().map(|&s| s as i64).collect::<Vec<_>>()).unwrap().broadcast_to(shape).unwrap();
-        let s = strides[d] as i64;
-        binary_into::<i64, i64, i64>(&acc, &coord, &acc, |o, c| o + c * s);
-    }
-    Ok(acc)
-}
-
-/// Calls `f(offsets, len)` for every run of `plan`, serially (the caller parallelises outside).
-pub(crate) fn for_each_run_serial<const N: usize>(plan: &Plan<N>, mut f: impl FnMut([isize; N], usize)) {
-    let inner = plan.inner_len();
-    let outer = &plan.shape[..plan.shape.len() - 1];
-    let mut idx = vec![0usize; outer.len()];
-    for _ in 0..outer.iter().product::<usize>() {
-        f(std::array::from_fn(|k| idx.iter().zip(&plan.strides[k]).map(|(&i, &s)| i as isize * s).sum()), inner);
-        for d in (0..idx.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < outer[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-}
-
-/// Calls `f(line, offsets)` for every line along `dim` of `shape`, in parallel over lines. A line
-/// is never split across threads, so writes that can only collide within a line (scatter,
-/// index_add along `dim`) stay race-free and in order.
-pub(crate) fn for_each_line<const N: usize>(shape: &[usize], dim: usize, strides: [&[isize]; N], f: impl Fn(usize, [isize; N]) + Sync) {
-    let outer: Vec<usize> = (0..shape.len()).filter(|&d| d != dim).map(|d| shape[d]).collect();
-    let outer_strides: [Vec<isize>; N] =
-        std::array::from_fn(|k| (0..shape.len()).filter(|&d| d != dim).map(|d| strides[k][d]).collect());
-    let lines: usize = outer.iter().product();
-    let len = shape.get(dim).copied().unwrap_or(1);
-    if lines == 0 || len == 0 {
-        return;
-    }
-    for_range(lines, (GRAIN / len).max(1), |start, end| {
-        let mut idx = unravel(start, &outer);
-        for line in start..end {
-            f(line, std::array::from_fn(|k| idx.iter().zip(&outer_strides[k]).map(|(&i, &s)| i as isize * s).sum()));
-            for d in (0..idx.len()).rev() {
-                idx[d] += 1;
-                if idx[d] < outer[d] {
-                    break;
-                }
-                idx[d] = 0;
-            }
-        }
-    });
-}
-
-/// How an advanced index maps onto its tensor: the broadcast index shape `B`, each position's
-/// element offset into the indexed tensor, the non-indexed ("rest") dims, and the result shape
-/// with NumPy's placement rule (adjacent index dims stay in place, separated ones go first).
-struct IndexPlan {
-    offsets: Tensor,
-    rest_shape: Vec<usize>,
-    rest_strides: Vec<isize>,
-    out_shape: Vec<usize>,
+/// The shape side of an advanced index: the broadcast index shape `B`, the non-indexed ("rest")
+/// dims, and the result shape with NumPy's placement rule (adjacent index dims stay in place,
+/// separated ones go first).
+pub struct IndexShape {
+    pub b_shape: Vec<usize>,
+    pub rest: Vec<usize>,
+    pub out_shape: Vec<usize>,
     /// Permutation of the result dims that lists the `B` dims first, then the rest.
-    to_work: Vec<i64>,
+    pub to_work: Vec<i64>,
 }
 
-impl IndexPlan {
-    fn new(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<IndexPlan> {
+impl IndexShape {
+    pub fn new(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<IndexShape> {
         let dims: Vec<usize> = indices.iter().map(|(d, _)| *d).collect();
         if dims.is_empty() || dims.windows(2).any(|w| w[0] >= w[1]) || dims.iter().any(|&d| d >= x.ndim()) {
             bail!(Index, "advanced index dims must be distinct, increasing and below {}, got {dims:?}", x.ndim());
         }
         let mut b_shape: Vec<usize> = vec![];
         for (_, idx) in indices {
+            // Byte and bool masks arrive here as the coordinates of their nonzeros.
+            if !matches!(idx.dtype(), DType::I64 | DType::I32) {
+                bail!(Index, "tensors used as indices must be long, int, byte or bool tensors, got {}", idx.dtype());
+            }
             b_shape = broadcast_shapes(&b_shape, idx.shape()).map_err(|_| {
                 let shapes: Vec<String> = indices.iter().map(|(_, i)| format!("{:?}", i.shape())).collect();
                 crate::error::Error::new(crate::ErrorKind::Index, format!("shape mismatch: indexing tensors could not be broadcast together with shapes {}", shapes.join(", ")))
             })?;
         }
-        let offsets = Tensor::zeros(&b_shape, DType::I64)?;
         let rest: Vec<usize> = (0..x.ndim()).filter(|d| !dims.contains(d)).collect();
-        // No element moves when another dim is empty: PyTorch checks no index then, nor does this.
-        let moves_nothing = rest.iter().any(|&d| x.shape()[d] == 0);
-        for (d, idx) in indices {
-            // Byte and bool masks arrive here as the coordinates of their nonzeros.
-            if !matches!(idx.dtype(), DType::I64 | DType::I32) {
-                bail!(Index, "tensors used as indices must be long, int, byte or bool tensors, got {}", idx.dtype());
-            }
-            if moves_nothing {
-                continue;
-            }
-            let checked = checked_index(idx, x.shape()[*d], *d, true)?.broadcast_to(&b_shape)?;
-            let s = x.strides()[*d] as i64;
-            binary_into::<i64, i64, i64>(&offsets, &checked, &offsets, |o, i| o + i * s);
-        }
         let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
         let (nb, first) = (b_shape.len(), dims[0]);
         let lead = if adjacent { first } else { 0 };
-        let rest_shape: Vec<usize> = rest.iter().map(|&d| x.shape()[d]).collect();
-        let mut out_shape = rest_shape[..lead].to_vec();
+        let mut out_shape: Vec<usize> = rest[..lead].iter().map(|&d| x.shape()[d]).collect();
         out_shape.extend(&b_shape);
-        out_shape.extend(&rest_shape[lead..]);
+        out_shape.extend(rest[lead..].iter().map(|&d| x.shape()[d]));
         let to_work = (lead..lead + nb).chain(0..lead).chain(lead + nb..out_shape.len()).map(|d| d as i64).collect();
-        Ok(IndexPlan { offsets, rest_strides: rest.iter().map(|&d| x.strides()[d]).collect(), rest_shape, out_shape, to_work })
+        Ok(IndexShape { b_shape, rest, out_shape, to_work })
+    }
+
+    /// The shape and strides of `x`'s rest dims.
+    pub fn rest_of(&self, x: &Tensor) -> (Vec<usize>, Vec<isize>) {
+        self.rest.iter().map(|&d| (x.shape()[d], x.strides()[d])).unzip()
     }
 }
 
-/// For every index position b: `op(dst[dst_offs[b] + r], src[src_offs[b] + r])` over the rest
-/// positions r. Blocks run in parallel unless `ordered` (accumulation, where two blocks may hit
-/// one element); then each block's rest runs in parallel instead.
-#[allow(clippy::too_many_arguments)]
-fn move_blocks<T: Copy + Send + Sync>(
-    dst: Ptr<T>,
-    dst_offs: &Tensor,
-    dst_rest: &[isize],
-    src: Ptr<T>,
-    src_offs: &Tensor,
-    src_rest: &[isize],
-    rest_shape: &[usize],
-    ordered: bool,
-    op: impl Fn(*mut T, T) + Sync,
-) {
-    let nb = dst_offs.numel();
-    let rest_n: usize = rest_shape.iter().product();
-    if nb == 0 || rest_n == 0 {
-        return;
+/// The backend of `x`'s device, with every other tensor checked to be there too.
+fn backend_for(x: &Tensor, others: &[&Tensor]) -> Result<&'static dyn Backend> {
+    for t in others {
+        backend::check_on(x.device(), t)?;
     }
-    let plan = Plan::new(rest_shape, [dst_rest, src_rest]);
-    let [sd, ss] = plan.inner_strides();
-    let (pd, ps) = (Ptr(dst_offs.data_ptr::<i64>()), Ptr(src_offs.data_ptr::<i64>()));
-    let run = |b: usize, [od, os]: [isize; 2], n: usize| unsafe {
-        let (d, s) = (dst.at(*pd.at(b as isize) as isize + od), src.at(*ps.at(b as isize) as isize + os));
-        for k in 0..n as isize {
-            op(d.offset(k * sd), *s.offset(k * ss));
-        }
-    };
-    if ordered || (nb < pool().current_num_threads() && rest_n >= GRAIN) {
-        for b in 0..nb {
-            plan.for_each_run(|offs, n| run(b, offs, n));
-        }
-    } else {
-        for_range(nb, (GRAIN / rest_n).max(1), |start, end| {
-            for b in start..end {
-                for_each_run_serial(&plan, |offs, n| run(b, offs, n));
-            }
-        });
-    }
+    backend::of(x.device())
 }
 
 /// `x[indices]` for advanced indices `(dim, integer tensor)` on distinct increasing dims. Its
 /// derivative adds the gradient into zeros at the same indices.
 pub fn index(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
+    index_with(x, indices, true)
+}
+
+/// `index`, with negative indices wrapped (`wrap`) or refused.
+fn index_with(x: &Tensor, indices: &[(usize, Tensor)], wrap: bool) -> Result<Tensor> {
     if !autograd::needs_grad(&[x]) {
-        return gather_indexed(x, indices);
+        return gather_indexed(x, indices, wrap);
     }
     let (shape, ind) = (x.shape().to_vec(), Arc::new(indices.to_vec()));
     let i = ind.clone();
-    let map: LinearFn = Arc::new(move |t: &Tensor| gather_indexed(t, &i));
+    let map: LinearFn = Arc::new(move |t: &Tensor| gather_indexed(t, &i, wrap));
     let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
-        let z = Tensor::zeros(&shape, g.dtype())?;
-        put(&z, &ind, g, true)?;
+        let z = Tensor::zeros_on(&shape, g.dtype(), g.device())?;
+        put(&z, &ind, g, true, wrap)?;
         Ok(z)
     });
     autograd::linear(["IndexBackward0", "IndexPutBackward0"], x, map, adjoint)
 }
 
-fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
-    let plan = IndexPlan::new(x, indices)?;
-    let out = Tensor::uninit(&plan.out_shape, x.dtype())?;
-    let work = out.permute(&plan.to_work)?;
-    let nb = plan.offsets.ndim();
-    let out_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb])?;
-    with_width!(x.dtype().size(), T, move_blocks::<T>(
-        Ptr(out.byte_ptr() as *mut T),
-        &out_offs,
-        &work.strides()[nb..],
-        Ptr(x.byte_ptr() as *mut T),
-        &plan.offsets,
-        &plan.rest_strides,
-        &plan.rest_shape,
-        false,
-        |d, s| unsafe { *d = s },
-    ));
+fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)], wrap: bool) -> Result<Tensor> {
+    let ind: Vec<&Tensor> = indices.iter().map(|(_, i)| i).collect();
+    let backend = backend_for(x, &ind)?;
+    let out = Tensor::empty_on(&IndexShape::new(x, indices)?.out_shape, x.dtype(), x.device())?;
+    backend.index(x, indices, wrap, &out)?;
     Ok(out)
 }
 
@@ -271,20 +98,25 @@ fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
 /// Under autograd, `x`'s gradient passes except where it was overwritten, and `values` receive
 /// the gradient at the indices.
 pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool) -> Result<()> {
+    index_put_with(x, indices, values, accumulate, true)
+}
+
+/// `index_put`, with negative indices wrapped (`wrap`) or refused.
+fn index_put_with(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
     let inputs: Vec<&Tensor> = indices.iter().map(|(_, i)| i).chain([values]).collect();
     super::overlap::check_no_overlap(x, &inputs)?;
-    autograd::inplace::in_place(x, &[values], || put(x, indices, values, accumulate), || {
+    autograd::inplace::in_place(x, &[values], || put(x, indices, values, accumulate, wrap), || {
         let fresh = {
             let _raw = autograd::untracked();
-            let c = x.deep_clone();
-            put(&c, indices, values, accumulate)?;
+            let c = x.deep_clone()?;
+            put(&c, indices, values, accumulate, wrap)?;
             c
         };
         let keep = if accumulate {
             None
         } else {
             let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype())?;
-            put(&k, indices, &Tensor::scalar(0i64).to_dtype(x.dtype()), false)?;
+            put(&k, indices, &Tensor::scalar(0i64).to_dtype(x.dtype())?, false, wrap)?;
             Some(k)
         };
         let ind = indices.to_vec();
@@ -296,59 +128,22 @@ pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accum
                 (false, true) => Some(g[0].clone()),
                 (true, true) => Some(binary(BinaryOp::Mul, Operand::Tensor(&g[0]), Operand::Tensor(&ctx.saved(0)?))?),
             };
-            let gv = if ctx.needs_input_grad(1) { Some(index(&g[0], &ind)?) } else { None };
+            let gv = if ctx.needs_input_grad(1) { Some(index_with(&g[0], &ind, wrap)?) } else { None };
             Ok(vec![gx, gv])
         })?;
         Ok(fresh)
     })
 }
 
-fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool) -> Result<()> {
-    let plan = IndexPlan::new(x, indices)?;
-    let values = values.to_dtype(x.dtype());
-    let values = values.broadcast_to(&plan.out_shape).map_err(|_| {
-        crate::error::Error::new(crate::ErrorKind::Runtime, format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", values.shape(), plan.out_shape))
+fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
+    let ind: Vec<&Tensor> = indices.iter().map(|(_, i)| i).chain([values]).collect();
+    let backend = backend_for(x, &ind)?;
+    let out_shape = IndexShape::new(x, indices)?.out_shape;
+    let values = values.to_dtype(x.dtype())?;
+    let values = values.broadcast_to(&out_shape).map_err(|_| {
+        crate::error::Error::new(crate::ErrorKind::Runtime, format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", values.shape(), out_shape))
     })?;
-    let work = values.permute(&plan.to_work)?;
-    let nb = plan.offsets.ndim();
-    let src_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb])?;
-    if accumulate && x.dtype().is_complex() {
-        crate::with_complex!(x.dtype(), T, move_blocks::<T>(
-            Ptr(x.data_ptr::<T>()),
-            &plan.offsets,
-            &plan.rest_strides,
-            Ptr(values.data_ptr::<T>()),
-            &src_offs,
-            &work.strides()[nb..],
-            &plan.rest_shape,
-            true,
-            |d, s| unsafe { *d += s },
-        ));
-    } else if accumulate {
-        with_dtype!(x.dtype(), T, move_blocks::<T>(
-            Ptr(x.data_ptr::<T>()),
-            &plan.offsets,
-            &plan.rest_strides,
-            Ptr(values.data_ptr::<T>()),
-            &src_offs,
-            &work.strides()[nb..],
-            &plan.rest_shape,
-            true,
-            |d, s| unsafe { *d = combine(Reduce::Sum, *d, s) },
-        ));
-    } else {
-        with_width!(x.dtype().size(), T, move_blocks::<T>(
-            Ptr(x.byte_ptr() as *mut T),
-            &plan.offsets,
-            &plan.rest_strides,
-            Ptr(values.byte_ptr() as *mut T),
-            &src_offs,
-            &work.strides()[nb..],
-            &plan.rest_shape,
-            false,
-            |d, s| unsafe { *d = s },
-        ));
-    }
+    backend.index_put(x, indices, &values, accumulate, wrap)?;
     x.bump_version();
     Ok(())
 }
@@ -376,74 +171,6 @@ impl Reduce {
             _ => return None,
         })
     }
-
-    /// The value a destination starts from when `include_self=False`.
-    fn identity<T: Element>(self) -> T {
-        let float = T::DTYPE.is_float();
-        match self {
-            Reduce::Prod => T::one(),
-            Reduce::Amax if float => T::from_f64(f64::NEG_INFINITY),
-            Reduce::Amin if float => T::from_f64(f64::INFINITY),
-            Reduce::Amax => T::from_i64(int_limit::<T>(false)),
-            Reduce::Amin => T::from_i64(int_limit::<T>(true)),
-            _ => T::zero(),
-        }
-    }
-}
-
-fn int_limit<T: Element>(max: bool) -> i64 {
-    let (lo, hi) = match T::DTYPE {
-        DType::Bool => (0, 1),
-        DType::U8 => (0, u8::MAX as i64),
-        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
-        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
-        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
-        _ => (i64::MIN, i64::MAX),
-    };
-    if max {
-        hi
-    } else {
-        lo
-    }
-}
-
-/// `a (op) b` in `T`: floats through f64, complex numbers through complex128 (the ordering
-/// reductions are refused on them before a kernel runs), integers wrapping in i64, bools as logic.
-#[inline(always)]
-fn combine<T: Element>(op: Reduce, a: T, b: T) -> T {
-    if T::DTYPE.is_complex() {
-        let (x, y) = (a.to_c128(), b.to_c128());
-        T::from_c128(match op {
-            Reduce::Assign => y,
-            Reduce::Prod => x * y,
-            _ => x + y,
-        })
-    } else if T::DTYPE.is_float() {
-        let (x, y) = (a.to_f64(), b.to_f64());
-        T::from_f64(match op {
-            Reduce::Assign => y,
-            Reduce::Sum | Reduce::Mean => x + y,
-            Reduce::Prod => x * y,
-            Reduce::Amax => if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) },
-            Reduce::Amin => if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) },
-        })
-    } else if T::DTYPE == DType::Bool {
-        let (x, y) = (a.is_nonzero(), b.is_nonzero());
-        T::from_i64(match op {
-            Reduce::Assign => y,
-            Reduce::Sum | Reduce::Mean | Reduce::Amax => x | y,
-            Reduce::Prod | Reduce::Amin => x & y,
-        } as i64)
-    } else {
-        let (x, y) = (a.to_i64(), b.to_i64());
-        T::from_i64(match op {
-            Reduce::Assign => y,
-            Reduce::Sum | Reduce::Mean => x.wrapping_add(y),
-            Reduce::Prod => x.wrapping_mul(y),
-            Reduce::Amax => x.max(y),
-            Reduce::Amin => x.min(y),
-        })
-    }
 }
 
 /// Checks gather/scatter's shape rule: `index` has `x`'s rank and no dim larger than `limit`'s
@@ -469,15 +196,6 @@ fn check_index_shape(op: &str, x: &Tensor, index: &Tensor, dim: usize, src: Opti
     Ok(())
 }
 
-/// Shape and strides of `t` seen as a tensor of `rank` dims (0-d tensors become [1]).
-fn as_rank(t: &Tensor, rank: usize) -> (Vec<usize>, Vec<isize>) {
-    if t.ndim() == rank {
-        (t.shape().to_vec(), t.strides().to_vec())
-    } else {
-        (vec![1; rank], vec![0; rank])
-    }
-}
-
 /// `out[..., j, ...] = x[..., index[..., j, ...], ...]` along `dim` (PyTorch's `gather`). Its
 /// derivative adds the gradient into zeros at the gathered positions.
 pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
@@ -500,7 +218,7 @@ pub fn gather_adjoint(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> 
 }
 
 fn scatter_zeros(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let z = Tensor::zeros(shape, g.dtype())?;
+    let z = Tensor::zeros_on(shape, g.dtype(), g.device())?;
     scatter_kernel(&z, dim, index, g, Reduce::Sum, true)?;
     Ok(z)
 }
@@ -508,23 +226,9 @@ fn scatter_zeros(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> Resul
 fn gather_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = x.wrap_dim(dim)?;
     check_index_shape("gather", x, index, d, None)?;
-    let size = x.shape().get(d).copied().unwrap_or(1);
-    let idx = checked_index(index, size, d, false)?;
-    let out = Tensor::uninit(index.shape(), x.dtype())?;
-    let rank = index.ndim().max(1);
-    let (shape, out_strides) = as_rank(&out, rank);
-    let (_, idx_strides) = as_rank(&idx, rank);
-    let x_strides = if x.ndim() == 0 { vec![0; rank] } else { x.strides().to_vec() };
-    let (sx, si, so) = (x_strides[d], idx_strides[d], out_strides[d]);
-    let len = shape[d];
-    with_width!(x.dtype().size(), T, {
-        let (po, pi, px) = (Ptr(out.byte_ptr() as *mut T), Ptr(idx.data_ptr::<i64>()), Ptr(x.byte_ptr() as *mut T));
-        for_each_line(&shape, d, [&out_strides, &idx_strides, &x_strides], |_, [oo, oi, ox]| unsafe {
-            for j in 0..len as isize {
-                *po.at(oo + j * so) = *px.at(ox + *pi.at(oi + j * si) as isize * sx);
-            }
-        });
-    });
+    let backend = backend_for(x, &[index])?;
+    let out = Tensor::empty_on(index.shape(), x.dtype(), x.device())?;
+    backend.gather(x, d, index, &out)?;
     Ok(out)
 }
 
@@ -542,13 +246,13 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
         }
         let fresh = {
             let _raw = autograd::untracked();
-            let c = x.deep_clone();
+            let c = x.deep_clone()?;
             scatter_kernel(&c, dim, index, src, op, include_self)?;
             c
         };
         let keep = if op == Reduce::Assign {
             let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype())?;
-            scatter_kernel(&k, dim, index, &Tensor::zeros(&[], x.dtype())?.broadcast_to(index.shape())?, Reduce::Assign, true)?;
+            scatter_kernel(&k, dim, index, &Tensor::zeros_on(&[], x.dtype(), x.device())?.broadcast_to(index.shape())?, Reduce::Assign, true)?;
             Some(k)
         } else {
             None
@@ -582,54 +286,9 @@ fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce
     if src.ndim() != index.ndim() {
         bail!(Runtime, "Index tensor must have the same number of dimensions as src tensor ({} and {})", index.ndim(), src.ndim());
     }
-    let size = x.shape().get(d).copied().unwrap_or(1);
-    let idx = checked_index(index, size, d, false)?;
-    let src = src.to_dtype(x.dtype());
-    let rank = index.ndim().max(1);
-    let (shape, idx_strides) = as_rank(&idx, rank);
-    let (_, src_strides) = as_rank(&src, rank);
-    let x_strides = if x.ndim() == 0 { vec![0; rank] } else { x.strides().to_vec() };
-    let (sx, si, ss) = (x_strides[d], idx_strides[d], src_strides[d]);
-    let len = shape[d];
-    crate::with_any_dtype!(x.dtype(), T, {
-        let (px, pi, ps) = (Ptr(x.data_ptr::<T>()), Ptr(idx.data_ptr::<i64>()), Ptr(src.data_ptr::<T>()));
-        for_each_line(&shape, d, [&x_strides, &idx_strides, &src_strides], |_, [ox, oi, os]| unsafe {
-            let target = |j: isize| px.at(ox + *pi.at(oi + j * si) as isize * sx);
-            if op == Reduce::Assign {
-                for j in 0..len as isize {
-                    *target(j) = *ps.at(os + j * ss);
-                }
-                return;
-            }
-            if !include_self {
-                for j in 0..len as isize {
-                    *target(j) = op.identity::<T>();
-                }
-            }
-            for j in 0..len as isize {
-                *target(j) = combine(op, *target(j), *ps.at(os + j * ss));
-            }
-        });
-    });
-    if op == Reduce::Mean {
-        divide_by_counts(x, d, &idx, include_self)?;
-    }
+    let backend = backend_for(x, &[index, src])?;
+    backend.scatter(x, d, index, &src.to_dtype(x.dtype())?, op, include_self)?;
     x.bump_version();
-    Ok(())
-}
-
-/// Finishes a `Mean` scatter: divides each destination by the number of values that met there
-/// (plus itself with `include_self`); floor division for integers, as PyTorch does.
-fn divide_by_counts(x: &Tensor, d: usize, idx: &Tensor, include_self: bool) -> Result<()> {
-    let counts = super::creation::full(x.shape(), super::binary::Scalar::Int(include_self as i64), DType::I64)?;
-    let ones = Tensor::scalar(1i64).broadcast_to(idx.shape())?;
-    scatter_kernel(&counts, d as i64, idx, &ones, Reduce::Sum, true)?;
-    crate::with_any_dtype!(x.dtype(), T, binary_into::<T, i64, T>(x, &counts, x, |v, c| match c {
-        0 => v,
-        c if T::DTYPE.is_complex() => T::from_c128(v.to_c128() / c as f64),
-        c if T::DTYPE.is_float() => T::from_f64(v.to_f64() / c as f64),
-        c => T::from_i64(v.to_i64().div_euclid(c)),
-    }));
     Ok(())
 }
 
@@ -669,11 +328,10 @@ pub fn index_add_or_copy_(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor,
     let op = if accumulate { "index_add_" } else { "index_copy_" };
     let d = x.wrap_dim(dim)?;
     check_index_source(op, x, d, index, source)?;
-    // Unlike indexing, these refuse negative indices, as PyTorch does.
-    let index = checked_index(index, x.shape().get(d).copied().unwrap_or(1), d, false)?;
     let x1 = at_least_1d(x);
     let src = if x.ndim() == 0 { source.reshape(&[-1])? } else { source.clone() };
-    index_put(&x1, &[(d, at_least_1d(&index))], &src, accumulate)
+    // Unlike indexing, these refuse negative indices, as PyTorch does.
+    index_put_with(&x1, &[(d, at_least_1d(index))], &src, accumulate, false)
 }
 
 /// `index_fill_`: every slice of `x` named by `index` along `dim` becomes `value` (a 0-d tensor).
@@ -701,9 +359,7 @@ pub fn index_select(x: &Tensor, dim: i64, positions: &Tensor) -> Result<Tensor> 
     if positions.dtype() != DType::I64 && positions.dtype() != DType::I32 {
         bail!(Index, "index_select(): Expected dtype int32 or int64 for index, got {}", positions.dtype());
     }
-    let size = x.shape().get(d).copied().unwrap_or(1);
-    checked_index(positions, size, d, false)?;
-    let out = index(&at_least_1d(x), &[(d, at_least_1d(positions))])?;
+    let out = index_with(&at_least_1d(x), &[(d, at_least_1d(positions))], false)?;
     if x.ndim() == 0 {
         return out.reshape(&[]);
     }
@@ -728,11 +384,11 @@ pub fn take_adjoint(g: &Tensor, positions: &Tensor, shape: &[usize]) -> Result<T
     let size: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     let (p, q) = (positions.clone(), positions.clone());
     let map: LinearFn = Arc::new(move |g: &Tensor| {
-        let z = Tensor::zeros(&[n as usize], g.dtype())?;
-        put(&z, &[(0, p.clone())], g, true)?;
+        let z = Tensor::zeros_on(&[n as usize], g.dtype(), g.device())?;
+        put(&z, &[(0, p.clone())], g, true, true)?;
         z.reshape(&size)
     });
-    let adjoint: LinearFn = Arc::new(move |t: &Tensor| gather_indexed(&t.reshape(&[-1])?, &[(0, q.clone())]));
+    let adjoint: LinearFn = Arc::new(move |t: &Tensor| gather_indexed(&t.reshape(&[-1])?, &[(0, q.clone())], true));
     autograd::linear(["TakeBackwardBackward0", "TakeBackward0"], g, map, adjoint)
 }
 
@@ -756,9 +412,10 @@ fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -
     if value.ndim() != 0 {
         bail!(Runtime, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
     }
+    let backend = backend_for(out, &[x, mask, value])?;
     let shape = out.shape();
-    let (m, xb, v) = (mask.broadcast_to(shape)?, x.broadcast_to(shape)?, value.to_dtype(out.dtype()).broadcast_to(shape)?);
-    crate::with_any_dtype!(out.dtype(), T, ternary_into::<bool, T, T, T>(&m, &xb, &v, out, |m, x, v| if m { v } else { x }));
+    let (m, xb, v) = (mask.broadcast_to(shape)?, x.broadcast_to(shape)?, value.to_dtype(out.dtype())?.broadcast_to(shape)?);
+    backend.where_(&m, &v, &xb, out)?;
     out.bump_version();
     Ok(())
 }
@@ -766,7 +423,7 @@ fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -
 /// `masked_fill`: a fresh tensor of `x`'s dtype and the broadcast shape of `x` and `mask`.
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     let kernel = || {
-        let out = Tensor::uninit(&broadcast_shapes(x.shape(), mask.shape())?, x.dtype())?;
+        let out = Tensor::empty_on(&broadcast_shapes(x.shape(), mask.shape())?, x.dtype(), x.device())?;
         masked_fill_kernel(x, mask, value, &out)?;
         Ok(out)
     };
@@ -774,64 +431,12 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
 }
 
 /// The coordinates (one int64 row per element) of every non-zero element, in row-major order.
-/// Chunks count their non-zeros in parallel, then write their rows at their prefix offsets.
 pub fn nonzero(x: &Tensor) -> Result<Tensor> {
-    let (n, ndim) = (x.numel(), x.ndim());
-    let chunk = GRAIN.max(n.div_ceil(pool().current_num_threads().max(1)));
-    let chunks = n.div_ceil(chunk);
-    let counts: Vec<AtomicUsize> = (0..chunks).map(|_| AtomicUsize::new(0)).collect();
-    Ok(crate::with_any_dtype!(x.dtype(), T, {
-        let px = Ptr(x.data_ptr::<T>());
-        let visit = |c: usize, f: &mut dyn FnMut(&[usize])| {
-            let (start, end) = (c * chunk, ((c + 1) * chunk).min(n));
-            let mut idx = unravel(start, x.shape());
-            for _ in start..end {
-                let off: isize = idx.iter().zip(x.strides()).map(|(&i, &s)| i as isize * s).sum();
-                if unsafe { *px.at(off) }.is_nonzero() {
-                    f(&idx);
-                }
-                for d in (0..ndim).rev() {
-                    idx[d] += 1;
-                    if idx[d] < x.shape()[d] {
-                        break;
-                    }
-                    idx[d] = 0;
-                }
-            }
-        };
-        for_range(chunks, 1, |s, e| {
-            for c in s..e {
-                let mut k = 0;
-                visit(c, &mut |_| k += 1);
-                counts[c].store(k, Ordering::Relaxed);
-            }
-        });
-        let starts: Vec<usize> = counts.iter().scan(0, |acc, c| {
-            let s = *acc;
-            *acc += c.load(Ordering::Relaxed);
-            Some(s)
-        }).collect();
-        let total = starts.last().map_or(0, |s| s + counts[chunks - 1].load(Ordering::Relaxed));
-        let out = Tensor::uninit(&[total, ndim], DType::I64)?;
-        let po = Ptr(out.data_ptr::<i64>());
-        for_range(chunks, 1, |s, e| {
-            for c in s..e {
-                let mut row = starts[c];
-                visit(c, &mut |idx| {
-                    for (k, &i) in idx.iter().enumerate() {
-                        unsafe { *po.at((row * ndim + k) as isize) = i as i64 };
-                    }
-                    row += 1;
-                });
-            }
-        });
-        out
-    }))
+    backend::of(x.device())?.nonzero(x)
 }
 
 /// `masked_select`: the elements of `x` where `mask` (both broadcast), as a 1-d tensor in
-/// row-major order. Chunks count their selected elements in parallel, then copy them to their
-/// prefix offsets.
+/// row-major order.
 ///
 /// Its derivative writes the gradient back at the selected positions (then sums it over the
 /// dims `mask` broadcast `x` along).
@@ -844,7 +449,7 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let (m, n) = (mask.broadcast_to(&shape)?, mask.broadcast_to(&shape)?);
     let map: LinearFn = Arc::new(move |t: &Tensor| masked_select_kernel(t, &m));
     let adjoint: LinearFn = Arc::new(move |g: &Tensor| {
-        let z = Tensor::zeros(n.shape(), g.dtype())?;
+        let z = Tensor::zeros_on(n.shape(), g.dtype(), g.device())?;
         masked_scatter_(&z, &n, g)?;
         Ok(z)
     });
@@ -852,34 +457,9 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
 }
 
 fn masked_select_kernel(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let backend = backend_for(x, &[mask])?;
     let shape = broadcast_shapes(x.shape(), mask.shape())?;
-    let (xs, ms) = (x.broadcast_to(&shape)?.contiguous(), mask.broadcast_to(&shape)?.contiguous());
-    let n = xs.numel();
-    let chunk = GRAIN.max(n.div_ceil(pool().current_num_threads().max(1)));
-    let span = |c: usize| c * chunk..((c + 1) * chunk).min(n);
-    let pm = Ptr(ms.data_ptr::<bool>() as *mut u8);
-    // Bools are bytes 0 and 1: counting them is a sum.
-    let mask_of = |c: usize| unsafe { std::slice::from_raw_parts(pm.at(span(c).start as isize) as *const u8, span(c).len()) };
-    let counts: Vec<usize> = pool().install(|| (0..n.div_ceil(chunk)).into_par_iter().map(|c| mask_of(c).iter().map(|&b| b as usize).sum()).collect());
-    let starts: Vec<usize> = counts.iter().scan(0, |acc, &k| Some(std::mem::replace(acc, *acc + k))).collect();
-    let out = Tensor::uninit(&[counts.iter().sum()], x.dtype())?;
-    crate::with_any_dtype!(x.dtype(), T, {
-        let (px, po) = (Ptr(xs.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-        for_range(counts.len(), 1, |s, e| {
-            for c in s..e {
-                let m = mask_of(c);
-                // Branch-free: every element is written and the cursor advances only past selected
-                // ones; stopping at the last selected element keeps writes inside this chunk's part.
-                let Some(last) = m.iter().rposition(|&b| b != 0) else { continue };
-                let (src, mut o) = (px.at(span(c).start as isize), starts[c]);
-                for (i, &b) in m[..=last].iter().enumerate() {
-                    unsafe { *po.at(o as isize) = *src.add(i) };
-                    o += b as usize;
-                }
-            }
-        });
-    });
-    Ok(out)
+    backend.masked_select(&x.broadcast_to(&shape)?, &mask.broadcast_to(&shape)?)
 }
 
 /// `masked_scatter_`: the elements of `x` where `mask` take `source`'s elements in order.
@@ -902,7 +482,7 @@ pub fn masked_scatter_(x: &Tensor, mask: &Tensor, source: &Tensor) -> Result<()>
 /// single coordinate column is all zeros, which indexes it seen as `[1]`).
 fn coordinate_columns(coords: &Tensor, ndim: usize) -> Result<Vec<(usize, Tensor)>> {
     if coords.shape()[1] == 0 {
-        return Ok(vec![(0, Tensor::zeros(&[coords.shape()[0]], DType::I64)?)]);
+        return Ok(vec![(0, Tensor::zeros_on(&[coords.shape()[0]], DType::I64, coords.device())?)]);
     }
     Ok((0..ndim).map(|k| (k, coords.select(1, k as i64).expect("nonzero has one column per dim"))).collect())
 }
@@ -920,19 +500,7 @@ fn tri_kernel(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()
     if x.ndim() < 2 {
         bail!(Runtime, "{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" });
     }
-    let (rows, cols) = (x.shape()[x.ndim() - 2], x.shape()[x.ndim() - 1]);
-    let last = x.ndim() - 1;
-    let (sx, so) = (x.strides()[last], out.strides()[last]);
-    crate::with_any_dtype!(x.dtype(), T, {
-        let (px, po) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-        for_each_line(x.shape(), last, [out.strides(), x.strides()], |line, [oo, ox]| unsafe {
-            let i = (line % rows.max(1)) as i64;
-            for j in 0..cols as i64 {
-                let keep = if upper { j - i >= diagonal } else { j - i <= diagonal };
-                *po.at(oo + j as isize * so) = if keep { *px.at(ox + j as isize * sx) } else { T::zero() };
-            }
-        });
-    });
+    backend_for(out, &[x])?.tri(x, diagonal, upper, out)?;
     out.bump_version();
     Ok(())
 }
@@ -940,7 +508,7 @@ fn tri_kernel(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()
 /// `tril`/`triu` into a fresh tensor.
 pub fn tri(x: &Tensor, diagonal: i64, upper: bool) -> Result<Tensor> {
     let kernel = || {
-        let out = Tensor::uninit(x.shape(), x.dtype())?;
+        let out = Tensor::empty_on(x.shape(), x.dtype(), x.device())?;
         tri_kernel(x, diagonal, upper, &out)?;
         Ok(out)
     };
@@ -953,20 +521,6 @@ mod tests {
 
     fn ints(v: &[i64]) -> Tensor {
         Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap()
-    }
-
-    #[test]
-    fn checked_index_wraps_and_refuses() {
-        let t = checked_index(&ints(&[0, -1, 2]), 3, 0, true).unwrap();
-        assert_eq!(t.to_vec::<i64>().unwrap(), vec![0, 2, 2]);
-        let e = checked_index(&ints(&[5]), 3, 0, true).unwrap_err();
-        assert_eq!(e.kind, crate::ErrorKind::Index);
-        assert_eq!(e.message, "index 5 is out of bounds for dimension 0 with size 3");
-        let e = checked_index(&ints(&[-1]), 3, 1, false).unwrap_err();
-        assert_eq!(e.message, "index -1 is out of bounds for dimension 1 with size 3");
-        assert!(checked_index(&ints(&[-4]), 3, 0, true).is_err());
-        let f = Tensor::from_vec(vec![1.0f32], &[1]).unwrap();
-        assert_eq!(checked_index(&f, 3, 0, true).unwrap_err().kind, crate::ErrorKind::Index);
     }
 
     #[test]

@@ -214,7 +214,7 @@ fn roll_kernel(x: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
     for (&shift, &dim) in shifts.iter().zip(dims) {
         cur = roll_one(&cur, shift, cur.wrap_dim(dim)?)?;
     }
-    Ok(if cur.same_storage(x) { x.deep_clone() } else { cur })
+    Ok(if cur.same_storage(x) { x.deep_clone()? } else { cur })
 }
 
 /// One dim of `roll`: two strided copies, the tail to the front and the head behind it.

@@ -49,15 +49,15 @@ pub fn nll_loss(input: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduct
     input.dtype().require_real("nll_loss")?;
     crate::autograd::track(&[input], || nll_loss_kernel(input, target, weight, reduction, ignore_index), |(loss, total)| {
         let (coef, safe) = coefficients(target, weight, reduction, ignore_index, total.item_f64()?)?;
-        super::grad::nn::record_nll_loss(input, coef.to_dtype(input.dtype()), safe, loss)
+        super::grad::nn::record_nll_loss(input, coef.to_dtype(input.dtype())?, safe, loss)
     })
 }
 
 /// For the derivative: each target's `-weight[target]` (0 when ignored; over the total weight
 /// for the mean), and the targets with ignored ones replaced by class 0.
 fn coefficients(target: &Tensor, weight: Option<&Tensor>, reduction: Reduction, ignore_index: i64, total: f64) -> Result<(Tensor, Tensor)> {
-    let w = weight.map(|w| w.to_dtype(DType::F64).contiguous().to_vec::<f64>()).transpose()?;
-    let t = target.contiguous().to_vec::<i64>()?;
+    let w = weight.map(|w| w.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()).transpose()?;
+    let t = target.contiguous()?.to_vec::<i64>()?;
     let scale = if reduction == Reduction::Mean { 1.0 / total } else { 1.0 };
     let coef: Vec<f64> = t.iter().map(|&c| if c == ignore_index { 0.0 } else { -w.as_ref().map_or(1.0, |w| w[c as usize]) * scale }).collect();
     let safe: Vec<i64> = t.iter().map(|&c| if c == ignore_index { 0 } else { c }).collect();
@@ -74,11 +74,11 @@ fn nll_loss_kernel(input: &Tensor, target: &Tensor, weight: Option<&Tensor>, red
     let (n, c, s) = nll_shapes(input, target)?;
     let w = match weight {
         Some(w) if w.numel() != c => bail!(Runtime, "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}", w.shape()),
-        Some(w) => w.to_dtype(DType::F64).contiguous().to_vec::<f64>()?,
+        Some(w) => w.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?,
         None => vec![1.0; c],
     };
-    let x = input.to_dtype(DType::F64).contiguous().to_vec::<f64>()?;
-    let t = target.contiguous().to_vec::<i64>()?;
+    let x = input.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
+    let t = target.contiguous()?.to_vec::<i64>()?;
     let mut losses = vec![0.0; n * s];
     let mut total_weight = 0.0;
     for (i, &class) in t.iter().enumerate() {
@@ -96,9 +96,9 @@ fn nll_loss_kernel(input: &Tensor, target: &Tensor, weight: Option<&Tensor>, red
     let dtype = input.dtype();
     let scalar = |v: f64| Tensor::scalar(v).to_dtype(dtype);
     let loss = match reduction {
-        Reduction::None => Tensor::from_vec(losses, target.shape())?.to_dtype(dtype),
-        Reduction::Sum => scalar(losses.iter().sum()),
-        Reduction::Mean => scalar(losses.iter().sum::<f64>() / total_weight),
+        Reduction::None => Tensor::from_vec(losses, target.shape())?.to_dtype(dtype)?,
+        Reduction::Sum => scalar(losses.iter().sum())?,
+        Reduction::Mean => scalar(losses.iter().sum::<f64>() / total_weight)?,
     };
-    Ok((loss, scalar(total_weight)))
+    Ok((loss, scalar(total_weight)?))
 }

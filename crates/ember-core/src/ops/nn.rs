@@ -1,121 +1,10 @@
-//! Softmax family and normalisation layers. Each works on contiguous rows: a row stays in L1
-//! across its passes (max, exp+sum, write; or mean, variance, write), rows run in parallel, and
-//! the inner loops fold into 8 lanes so they vectorise. float16/bfloat16 compute in float32.
-use crate::backend::cpu::map::{has_avx2, Ptr};
-use crate::backend::cpu::math::Real;
+//! Softmax family and normalisation layers: argument checks, statistics bookkeeping (running
+//! means, per-channel scale and shift) and autograd. The row kernels are the backend's.
+use crate::backend::{self, Backend};
 use crate::bail;
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::error::Result;
-use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
-use half::{bf16, f16};
-use num_traits::Float as _;
-
-/// A float storage type and the type it computes in.
-pub trait Stored: Element {
-    type R: Real;
-    fn load(self) -> Self::R;
-    fn store(v: Self::R) -> Self;
-}
-
-macro_rules! stored {
-    ($t:ty, $r:ty, $load:expr, $store:expr) => {
-        impl Stored for $t {
-            type R = $r;
-            #[inline(always)]
-            fn load(self) -> $r {
-                $load(self)
-            }
-            #[inline(always)]
-            fn store(v: $r) -> Self {
-                $store(v)
-            }
-        }
-    };
-}
-stored!(f32, f32, |x| x, |v| v);
-stored!(f64, f64, |x| x, |v| v);
-stored!(f16, f32, f16::to_f32, f16::from_f32);
-stored!(bf16, f32, bf16::to_f32, bf16::from_f32);
-
-/// Runs `$body` with `$T` bound to the float type of `$dtype` (callers check the dtype first).
-#[macro_export]
-macro_rules! with_float {
-    ($dtype:expr, $T:ident, $body:expr) => {{
-        use $crate::dtype::DType;
-        match $dtype {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            DType::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            _ => unreachable!("with_float on a non-float dtype"),
-        }
-    }};
-}
-
-/// Compiles the `#[inline(always)]` kernel `$name` a second time with AVX2+FMA and defines
-/// `$any`, which picks the best copy at runtime (as `map.rs` does for elementwise loops).
-macro_rules! avx2_twin {
-    ($any:ident, $avx:ident, $name:ident, ($($a:ident: $t:ty),*)) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn $avx<T: Stored>($($a: $t),*) {
-            $name::<T>($($a),*)
-        }
-        unsafe fn $any<T: Stored>($($a: $t),*) {
-            #[cfg(target_arch = "x86_64")]
-            if has_avx2() {
-                return $avx::<T>($($a),*);
-            }
-            $name::<T>($($a),*)
-        }
-    };
-}
-
-#[inline(always)]
-fn real<R: Real>(v: f64) -> R {
-    <R as Element>::from_f64(v)
-}
-
-/// Folds `f(0..n)` with `step` into 8 independent lanes, then across them.
-#[inline(always)]
-fn fold8<R: Real>(n: usize, init: R, f: impl Fn(usize) -> R, step: impl Fn(R, R) -> R) -> R {
-    let mut lanes = [init; 8];
-    let full = n / 8 * 8;
-    let mut k = 0;
-    while k < full {
-        for (l, lane) in lanes.iter_mut().enumerate() {
-            *lane = step(*lane, f(k + l));
-        }
-        k += 8;
-    }
-    let mut acc = lanes.into_iter().fold(init, &step);
-    for k in full..n {
-        acc = step(acc, f(k));
-    }
-    acc
-}
-
-#[inline(always)]
-fn max_of<R: Real>(a: R, b: R) -> R {
-    if a > b {
-        a
-    } else {
-        b
-    }
-}
 
 fn check_float(x: &Tensor, kernel: &str) -> Result<()> {
     if !x.dtype().is_float() {
@@ -124,69 +13,7 @@ fn check_float(x: &Tensor, kernel: &str) -> Result<()> {
     Ok(())
 }
 
-
 // ---- softmax / log_softmax ----
-
-/// Rows `start..end` of length `n`: max, then exp (into `scratch`, so half types keep float32
-/// precision) and its sum, then scale. Each loop is a separate sweep so each vectorises.
-#[inline(always)]
-unsafe fn softmax_rows<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, log: bool) {
-    let mut scratch = vec![real::<T::R>(0.0); if log { 0 } else { n }];
-    let sp = scratch.as_mut_ptr();
-    for r in start..end {
-        let (xr, or) = (x.at((r * n) as isize), o.at((r * n) as isize));
-        let load = |k: usize| (*xr.add(k)).load();
-        let max = fold8(n, real(f64::NEG_INFINITY), load, max_of);
-        if log {
-            let sum = fold8(n, real(0.0), |k| (load(k) - max).vexp(), |a, b| a + b);
-            let shift = max + sum.ln();
-            for k in 0..n {
-                *or.add(k) = T::store(load(k) - shift);
-            }
-        } else {
-            for k in 0..n {
-                *sp.add(k) = (load(k) - max).vexp();
-            }
-            let inv = real::<T::R>(1.0) / fold8(n, real(0.0), |k| *sp.add(k), |a, b| a + b);
-            for k in 0..n {
-                *or.add(k) = T::store(*sp.add(k) * inv);
-            }
-        }
-    }
-}
-avx2_twin!(softmax_rows_any, softmax_rows_avx2, softmax_rows, (x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, log: bool));
-
-/// Columns `j0..j0+w` of one `[n, inner]` block: the reduced dim is walked with `w` columns
-/// side by side, so every pass is a contiguous (vectorisable) sweep over `w` elements.
-#[inline(always)]
-unsafe fn softmax_cols<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, inner: usize, w: usize, log: bool) {
-    let mut max = [real::<T::R>(f64::NEG_INFINITY); COLS];
-    let mut sum = [real::<T::R>(0.0); COLS];
-    let at = |k: usize, j: usize| (k * inner + j) as isize;
-    for k in 0..n {
-        for j in 0..w {
-            max[j] = max_of(max[j], (*x.at(at(k, j))).load());
-        }
-    }
-    for k in 0..n {
-        for j in 0..w {
-            sum[j] = sum[j] + ((*x.at(at(k, j))).load() - max[j]).vexp();
-        }
-    }
-    for j in 0..w {
-        sum[j] = if log { max[j] + sum[j].ln() } else { real::<T::R>(1.0) / sum[j] };
-    }
-    for k in 0..n {
-        for j in 0..w {
-            let v = (*x.at(at(k, j))).load();
-            *o.at(at(k, j)) = T::store(if log { v - sum[j] } else { (v - max[j]).vexp() * sum[j] });
-        }
-    }
-}
-avx2_twin!(softmax_cols_any, softmax_cols_avx2, softmax_cols, (x: Ptr<T>, o: Ptr<T>, n: usize, inner: usize, w: usize, log: bool));
-
-/// Columns handled together by the non-last-dim softmax.
-const COLS: usize = 64;
 
 /// `softmax` (or `log_softmax`) of `x` along `dim`, in `x`'s (float) dtype.
 pub fn softmax(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
@@ -197,65 +24,12 @@ pub fn softmax(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
 fn softmax_kernel(x: &Tensor, dim: i64, log: bool) -> Result<Tensor> {
     check_float(x, if log { "log_softmax_lastdim_kernel_impl" } else { "softmax_lastdim_kernel_impl" })?;
     let d = x.wrap_dim(dim)?;
-    let out = Tensor::uninit(x.shape(), x.dtype())?;
-    if x.numel() == 0 {
-        return Ok(out);
-    }
-    let xc = x.contiguous();
-    let n = if x.ndim() == 0 { 1 } else { x.shape()[d] };
-    let inner: usize = x.shape().get(d + 1..).unwrap_or(&[]).iter().product();
-    let outer = x.numel() / (n * inner);
-    with_float!(x.dtype(), T, {
-        let (px, po) = (Ptr(xc.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-        if inner == 1 {
-            for_range(outer, (GRAIN / n).max(1), |s, e| unsafe { softmax_rows_any::<T>(px, po, n, s, e, log) });
-        } else {
-            let chunks = inner.div_ceil(COLS);
-            for_range(outer * chunks, (GRAIN / (n * COLS)).max(1), |s, e| {
-                for task in s..e {
-                    let (b, j0) = (task / chunks, task % chunks * COLS);
-                    let base = (b * n * inner + j0) as isize;
-                    let w = COLS.min(inner - j0);
-                    unsafe { softmax_cols_any::<T>(Ptr(px.at(base)), Ptr(po.at(base)), n, inner, w, log) };
-                }
-            });
-        }
-    });
+    let out = Tensor::empty_on(x.shape(), x.dtype(), x.device())?;
+    backend::of(x.device())?.softmax(x, d, log, &out)?;
     Ok(out)
 }
 
 // ---- layer norm ----
-
-/// Mean and biased variance of `n` elements (two passes: exact enough in float32 too).
-#[inline(always)]
-unsafe fn moments<T: Stored>(xr: *const T, n: usize) -> (T::R, T::R) {
-    let load = |k: usize| (*xr.add(k)).load();
-    let count = real::<T::R>(n as f64);
-    let mean = fold8(n, real(0.0), load, |a, b| a + b) / count;
-    let var = fold8(n, real(0.0), |k| (load(k) - mean) * (load(k) - mean), |a, b| a + b) / count;
-    (mean, var)
-}
-
-#[inline(always)]
-unsafe fn layer_norm_rows<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, w: Ptr<T::R>, b: Ptr<T::R>, eps: f64) {
-    for r in start..end {
-        let (xr, or) = (x.at((r * n) as isize), o.at((r * n) as isize));
-        let (mean, var) = moments(xr, n);
-        let rstd = real::<T::R>(1.0) / (var + real(eps)).sqrt();
-        for k in 0..n {
-            *or.add(k) = T::store(((*xr.add(k)).load() - mean) * rstd * *w.at(k as isize) + *b.at(k as isize));
-        }
-    }
-}
-avx2_twin!(layer_norm_rows_any, layer_norm_rows_avx2, layer_norm_rows, (x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, w: Ptr<T::R>, b: Ptr<T::R>, eps: f64));
-
-/// The elements of an optional parameter in the compute type (`fill` where it is absent).
-fn param_or<R: Real>(p: Option<&Tensor>, n: usize, fill: f64) -> Vec<R> {
-    match p {
-        Some(t) => t.to_dtype(DType::F64).contiguous().to_vec::<f64>().unwrap().into_iter().map(real).collect(),
-        None => vec![real(fill); n],
-    }
-}
 
 fn shape_str(s: &[usize]) -> String {
     format!("[{}]", s.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "))
@@ -289,67 +63,31 @@ fn layer_norm_kernel(x: &Tensor, normalized_shape: &[usize], weight: Option<&Ten
         let star = shape_str(normalized_shape).replacen('[', "[*, ", 1);
         bail!(Runtime, "Given normalized_shape={}, expected input with shape {star}, but got input of size{}", shape_str(normalized_shape), shape_str(x.shape()));
     }
-    let out = Tensor::uninit(x.shape(), x.dtype())?;
-    let n: usize = normalized_shape.iter().product();
-    if x.numel() == 0 {
-        return Ok(out);
-    }
-    let xc = x.contiguous();
-    with_float!(x.dtype(), T, {
-        let (w, b) = (param_or::<<T as Stored>::R>(weight, n, 1.0), param_or::<<T as Stored>::R>(bias, n, 0.0));
-        let (pw, pb) = (Ptr(w.as_ptr() as *mut _), Ptr(b.as_ptr() as *mut _));
-        let (px, po) = (Ptr(xc.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-        for_range(x.numel() / n, (GRAIN / n).max(1), |s, e| unsafe { layer_norm_rows_any::<T>(px, po, n, s, e, pw, pb, eps) });
-    });
+    let backend = backend_for(x, weight, bias)?;
+    let out = Tensor::empty_on(x.shape(), x.dtype(), x.device())?;
+    backend.layer_norm(x, normalized_shape.iter().product(), weight, bias, eps, &out)?;
     Ok(out)
+}
+
+/// The backend of `x`'s device, with the parameters checked to be there too.
+fn backend_for(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<&'static dyn Backend> {
+    for p in weight.iter().chain(bias.iter()) {
+        backend::check_on(x.device(), p)?;
+    }
+    backend::of(x.device())
 }
 
 // ---- group, batch and instance norm: per-row statistics, then a per-row affine map ----
 
-#[inline(always)]
-unsafe fn moments_rows<T: Stored>(x: Ptr<T>, n: usize, start: usize, end: usize, mean: Ptr<f64>, var: Ptr<f64>) {
-    for r in start..end {
-        let (m, v) = moments(x.at((r * n) as isize), n);
-        *mean.at(r as isize) = m.to_f64();
-        *var.at(r as isize) = v.to_f64();
-    }
-}
-avx2_twin!(moments_rows_any, moments_rows_avx2, moments_rows, (x: Ptr<T>, n: usize, start: usize, end: usize, mean: Ptr<f64>, var: Ptr<f64>));
-
-#[inline(always)]
-unsafe fn affine_rows<T: Stored>(x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, scale: Ptr<f64>, shift: Ptr<f64>) {
-    for r in start..end {
-        let (xr, or) = (x.at((r * n) as isize), o.at((r * n) as isize));
-        let (a, b) = (real::<T::R>(*scale.at(r as isize)), real::<T::R>(*shift.at(r as isize)));
-        for k in 0..n {
-            *or.add(k) = T::store((*xr.add(k)).load() * a + b);
-        }
-    }
-}
-avx2_twin!(affine_rows_any, affine_rows_avx2, affine_rows, (x: Ptr<T>, o: Ptr<T>, n: usize, start: usize, end: usize, scale: Ptr<f64>, shift: Ptr<f64>));
-
 /// (mean, biased variance) of each of the `rows` contiguous rows of `x`.
-fn row_moments(x: &Tensor, rows: usize) -> (Vec<f64>, Vec<f64>) {
-    let n = x.numel() / rows.max(1);
-    let (mut mean, mut var) = (vec![0.0; rows], vec![0.0; rows]);
-    let (pm, pv) = (Ptr(mean.as_mut_ptr()), Ptr(var.as_mut_ptr()));
-    with_float!(x.dtype(), T, {
-        let px = Ptr(x.data_ptr::<T>());
-        for_range(rows, (GRAIN / n.max(1)).max(1), |s, e| unsafe { moments_rows_any::<T>(px, n, s, e, pm, pv) });
-    });
-    (mean, var)
+fn row_moments(x: &Tensor, rows: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+    backend::of(x.device())?.row_moments(x, rows)
 }
 
 /// `x * scale[r] + shift[r]` for each contiguous row `r` of `x`.
 fn affine(x: &Tensor, scale: &[f64], shift: &[f64]) -> Result<Tensor> {
-    let out = Tensor::uninit(x.shape(), x.dtype())?;
-    let rows = scale.len();
-    let n = x.numel() / rows.max(1);
-    let (ps, pb) = (Ptr(scale.as_ptr() as *mut f64), Ptr(shift.as_ptr() as *mut f64));
-    with_float!(x.dtype(), T, {
-        let (px, po) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-        for_range(rows, (GRAIN / n.max(1)).max(1), |s, e| unsafe { affine_rows_any::<T>(px, po, n, s, e, ps, pb) });
-    });
+    let out = Tensor::empty_on(x.shape(), x.dtype(), x.device())?;
+    backend::of(x.device())?.affine_rows(x, scale, shift, &out)?;
     Ok(out)
 }
 
@@ -368,7 +106,7 @@ fn per_channel(p: Option<&Tensor>, c: usize, what: &str) -> Result<Option<Vec<f6
     if p.numel() != c {
         bail!(Runtime, "{what} should contain {c} elements not {}", p.numel());
     }
-    Ok(Some(p.to_dtype(DType::F64).contiguous().to_vec::<f64>()?))
+    Ok(Some(p.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?))
 }
 
 /// Per-row (scale, shift) that normalise rows of channel `ch(r)` with (mean, var) and then
@@ -398,10 +136,10 @@ fn group_norm_kernel(x: &Tensor, groups: usize, weight: Option<&Tensor>, bias: O
     }
     let (w, b) = (per_channel(weight, c, "weight")?, per_channel(bias, c, "bias")?);
     if x.numel() == 0 {
-        return Tensor::uninit(x.shape(), x.dtype());
+        return Tensor::empty_on(x.shape(), x.dtype(), x.device());
     }
-    let xc = x.contiguous();
-    let (mean, var) = row_moments(&xc, n * groups);
+    let xc = x.contiguous()?;
+    let (mean, var) = row_moments(&xc, n * groups)?;
     let per_group = c / groups;
     // Expand the group statistics to every (n, c) row.
     let row_stat = |v: &[f64]| (0..n * c).map(|r| v[r / per_group]).collect::<Vec<_>>();
@@ -429,7 +167,7 @@ impl Running<'_> {
     }
 
     fn values(&self) -> Result<(Vec<f64>, Vec<f64>)> {
-        let read = |t: &Tensor| t.to_dtype(DType::F64).contiguous().to_vec::<f64>();
+        let read = |t: &Tensor| t.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>();
         Ok((read(self.mean)?, read(self.var)?))
     }
 
@@ -446,9 +184,9 @@ impl Running<'_> {
 }
 
 /// Per-channel mean and biased variance of a contiguous `[N, C, *]` input.
-fn batch_moments(x: &Tensor, n: usize, c: usize) -> (Vec<f64>, Vec<f64>) {
-    let (m, v) = row_moments(x, n * c);
-    combine_over_batch(&m, &v, n, c)
+fn batch_moments(x: &Tensor, n: usize, c: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+    let (m, v) = row_moments(x, n * c)?;
+    Ok(combine_over_batch(&m, &v, n, c))
 }
 
 /// Per-channel mean and biased variance from per-(n, c) row statistics of equal counts.
@@ -476,7 +214,7 @@ pub fn batch_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>,
 fn frozen_stats(mean: &Tensor, var: &Tensor, eps: f64) -> Result<(Tensor, Tensor)> {
     let _untracked = crate::autograd::untracked();
     let v = super::binary::binary(super::binary::BinaryOp::Add, super::binary::Operand::Tensor(var), super::binary::Operand::Scalar(super::binary::Scalar::Float(eps)))?;
-    Ok((mean.reshape(&[-1])?.deep_clone(), super::unary::unary(super::unary::UnaryOp::Rsqrt, &v)?.reshape(&[-1])?))
+    Ok((mean.reshape(&[-1])?.deep_clone()?, super::unary::unary(super::unary::UnaryOp::Rsqrt, &v)?.reshape(&[-1])?))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -491,13 +229,14 @@ fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tenso
         bail!(Value, "Expected more than 1 value per channel when training, got input size {}", shape_str(x.shape()));
     }
     if x.numel() == 0 {
-        return Tensor::uninit(x.shape(), x.dtype());
+        return Tensor::empty_on(x.shape(), x.dtype(), x.device());
     }
-    let nhwc = crate::backend::cpu::nhwc::norm_applies(x);
-    let xc = if nhwc { x.clone() } else { x.contiguous() };
+    // Channels-last CPU input keeps its layout (a CPU-only path; other backends get rows).
+    let nhwc = x.device() == crate::Device::Cpu && crate::backend::cpu::nhwc::norm_applies(x);
+    let xc = if nhwc { x.clone() } else { x.contiguous()? };
     let (mean, var) = match (&running, training) {
         (_, true) => {
-            let (m, v) = if nhwc { crate::backend::cpu::nhwc::channel_moments(x) } else { batch_moments(&xc, n, c) };
+            let (m, v) = if nhwc { crate::backend::cpu::nhwc::channel_moments(x) } else { batch_moments(&xc, n, c)? };
             if let Some(r) = &running {
                 r.update(&m, &v, n * s, momentum)?;
             }
@@ -535,12 +274,12 @@ fn instance_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Te
         bail!(Value, "Expected more than 1 spatial element when training, got input size {}", shape_str(x.shape()));
     }
     if x.numel() == 0 {
-        return Tensor::uninit(x.shape(), x.dtype());
+        return Tensor::empty_on(x.shape(), x.dtype(), x.device());
     }
-    let xc = x.contiguous();
+    let xc = x.contiguous()?;
     let (mean, var) = match (&running, use_input_stats) {
         (_, true) => {
-            let (m, v) = row_moments(&xc, n * c);
+            let (m, v) = row_moments(&xc, n * c)?;
             if let Some(r) = &running {
                 // PyTorch blends the batch average of the per-instance statistics.
                 let avg = |v: &[f64]| (0..c).map(|ch| (0..n).map(|i| v[i * c + ch]).sum::<f64>() / n as f64).collect::<Vec<_>>();
@@ -567,7 +306,7 @@ mod tests {
         let v: Vec<f32> = (0..6 * 70).map(|i| (i as f32 * 0.37).sin() * 5.0).collect();
         let x = Tensor::from_vec(v, &[6, 70]).unwrap();
         let rows = softmax(&x.t().unwrap(), 1, false).unwrap();
-        let cols = softmax(&x, 0, false).unwrap().t().unwrap().contiguous();
+        let cols = softmax(&x, 0, false).unwrap().t().unwrap().contiguous().unwrap();
         let (a, b) = (rows.to_vec::<f32>().unwrap(), cols.to_vec::<f32>().unwrap());
         assert!(a.iter().zip(&b).all(|(p, q)| (p - q).abs() < 1e-6));
         let row0: f32 = a[..6].iter().sum();

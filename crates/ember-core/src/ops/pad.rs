@@ -103,7 +103,7 @@ pub fn pad(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
 fn pad_kernel(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
     let pads = check(input, pad, mode)?;
     if input.ndim() == 0 {
-        return Ok(input.deep_clone());
+        return Ok(input.deep_clone()?);
     }
     let maps: Vec<Vec<Option<usize>>> = input.shape().iter().zip(&pads).map(|(&n, &(lo, hi))| position_map(n, lo, hi, mode)).collect::<Result<_>>()?;
     let shape: Vec<usize> = maps.iter().map(|m| m.len()).collect();

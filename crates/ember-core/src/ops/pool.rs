@@ -378,7 +378,7 @@ fn as_planes3(input: &Tensor, planes: usize, spatial: &[usize]) -> Result<Tensor
     let mut shape = vec![planes as i64];
     shape.extend(std::iter::repeat(1).take(3 - spatial.len()));
     shape.extend(spatial.iter().map(|&s| s as i64));
-    input.to_dtype(compute_dtype(input.dtype())).contiguous().reshape(&shape)
+    input.to_dtype(compute_dtype(input.dtype()))?.contiguous()?.reshape(&shape)
 }
 
 fn run_max(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], dims: usize) -> Result<(Tensor, Tensor)> {
@@ -394,7 +394,7 @@ fn run_max(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], di
     } else {
         max_kernel::<f32>(&x, planes, &axes, &out, &idx);
     }
-    Ok((out.to_dtype(input.dtype()), idx))
+    Ok((out.to_dtype(input.dtype())?, idx))
 }
 
 fn run_mean(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], dims: usize, divisor: Divisor) -> Result<Tensor> {
@@ -408,7 +408,7 @@ fn run_mean(input: &Tensor, planes: usize, spatial: &[usize], axes: [Axis; 3], d
     } else {
         mean_kernel::<f32>(&x, planes, &axes, divisor, &out);
     }
-    Ok(out.to_dtype(input.dtype()))
+    Ok(out.to_dtype(input.dtype())?)
 }
 
 /// `max_pool{1,2,3}d` with indices: (values, flat index of each maximum within its input plane).
@@ -429,15 +429,15 @@ fn max_pool_kernel(input: &Tensor, dims: usize, args: &WindowArgs) -> Result<(Te
 /// recorded by the forward pass, in a zeroed `[planes, inputs]`. Planes are independent, so
 /// they run in parallel; the indices need no bounds check, the forward made them.
 pub(crate) fn max_pool_backward(g: &Tensor, idx: &Tensor, inputs: usize) -> Result<Tensor> {
-    let gc = g.to_dtype(compute_dtype(g.dtype())).contiguous();
-    let idx = idx.contiguous();
+    let gc = g.to_dtype(compute_dtype(g.dtype()))?.contiguous()?;
+    let idx = idx.contiguous()?;
     let out = Tensor::zeros(&[gc.shape()[0], inputs], gc.dtype())?;
     if gc.dtype() == DType::F64 {
         scatter_planes::<f64>(&gc, &idx, &out);
     } else {
         scatter_planes::<f32>(&gc, &idx, &out);
     }
-    Ok(out.to_dtype(g.dtype()))
+    Ok(out.to_dtype(g.dtype())?)
 }
 
 fn scatter_planes<T: Element + std::ops::AddAssign>(g: &Tensor, idx: &Tensor, out: &Tensor) {

@@ -136,7 +136,7 @@ fn draw(g: &mut Generator, dist: Distribution, shape: &[usize], dtype: DType, de
     let out = Tensor::empty_on(&[n], dist.dtype(), device)?;
     let (key, base) = g.reserve(dist.draws() * n);
     crate::backend::of(device)?.random(dist, key, base, &out)?;
-    Ok(cast_vec(out, shape, dtype))
+    cast_vec(out, shape, dtype)
 }
 
 /// The process-wide default generator (`ember.manual_seed`).
@@ -158,9 +158,8 @@ fn float_out(dtype: DType, op: &str) -> Result<()> {
     Ok(())
 }
 
-fn cast_vec(t: Tensor, shape: &[usize], dtype: DType) -> Tensor {
-    let t = t.to_dtype(dtype);
-    t.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>()).unwrap()
+fn cast_vec(t: Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    t.to_dtype(dtype)?.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
 }
 
 /// Uniform on [low, high).
@@ -196,18 +195,18 @@ pub fn randperm(g: &mut Generator, n: usize, dtype: DType) -> Result<Tensor> {
     for i in (1..n).rev() {
         v.swap(i, (s(i) % (i as u64 + 1)) as usize);
     }
-    Ok(Tensor::from_vec(v, &[n])?.to_dtype(dtype))
+    Ok(Tensor::from_vec(v, &[n])?.to_dtype(dtype)?)
 }
 
 /// Each element 1 with probability `p[i]` (which must lie in [0, 1]).
 pub fn bernoulli(g: &mut Generator, p: &Tensor, dtype: DType) -> Result<Tensor> {
-    let probs = p.to_dtype(DType::F64).contiguous().to_vec::<f64>()?;
+    let probs = p.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
     if probs.iter().any(|q| !(0.0..=1.0).contains(q)) {
         bail!(Runtime, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
     }
     let s = g.stream(probs.len());
     let t = from_index_fn::<f64>(probs.len(), |i| (unit(s(i)) < probs[i]) as u8 as f64)?;
-    Ok(cast_vec(t, p.shape(), dtype))
+    cast_vec(t, p.shape(), dtype)
 }
 
 /// Draws `num_samples` category indices per row of `probs` (1-d or 2-d).
@@ -223,7 +222,7 @@ pub fn multinomial(g: &mut Generator, probs: &Tensor, num_samples: usize, replac
     if !replacement && num_samples > cats {
         bail!(Runtime, "cannot sample n_sample > prob_dist.size(-1) samples without replacement (n_sample = {num_samples}, categories = {cats})");
     }
-    let p = probs.to_dtype(DType::F64).contiguous().to_vec::<f64>()?;
+    let p = probs.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
     if p.iter().any(|&w| w < 0.0 || !w.is_finite()) {
         bail!(Runtime, "probability tensor contains either `inf`, `nan` or element < 0");
     }

@@ -86,7 +86,7 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
     use ReduceOp::*;
     let mask = reduced_dims(dims, x.ndim())?;
     let x = match dtype {
-        Some(d) => x.to_dtype(d),
+        Some(d) => x.to_dtype(d)?,
         None => x.clone(),
     };
     let d = x.dtype();
@@ -115,7 +115,7 @@ fn reduce_kernel(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, 
     crate::backend::of(x.device())?.reduce(op, &x, &mask, &out)?;
     // An integer `dtype` takes the int64 sum or product modulo its range (`sum(dtype=uint8)`).
     Ok(match dtype {
-        Some(d) if d != out.dtype() => out.to_dtype(d),
+        Some(d) if d != out.dtype() => out.to_dtype(d)?,
         _ => out,
     })
 }

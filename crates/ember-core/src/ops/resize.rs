@@ -255,15 +255,15 @@ fn interpolate_kernel(input: &Tensor, size: &[usize], scales: &[Option<f64>], mo
     // Channels-last input: the passes run over its [N, H, W, C] memory (spatial dims 1 and 2),
     // and the result is channels-last too.
     let nhwc = dims == 2 && crate::backend::cpu::nhwc::is_channels_last(input);
-    let x = input.to_dtype(compute_dtype(input.dtype()));
-    let (x, first) = if nhwc { (x.permute(&[0, 2, 3, 1])?.contiguous(), 1) } else { (x.contiguous(), 2) };
+    let x = input.to_dtype(compute_dtype(input.dtype()))?;
+    let (x, first) = if nhwc { (x.permute(&[0, 2, 3, 1])?.contiguous()?, 1) } else { (x.contiguous()?, 2) };
     let out = if x.dtype() == DType::F64 {
         resize_all::<f64>(&x, first, size, scales, mode, align_corners, antialias)?
     } else {
         resize_all::<f32>(&x, first, size, scales, mode, align_corners, antialias)?
     };
     let out = if nhwc { out.permute(&[0, 3, 1, 2])? } else { out };
-    Ok(out.to_dtype(input.dtype()))
+    Ok(out.to_dtype(input.dtype())?)
 }
 
 /// Resizes the spatial dims `first..first + size.len()` of a contiguous `x`.

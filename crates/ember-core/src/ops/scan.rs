@@ -1,12 +1,11 @@
-//! Cumulative ops along one dim: cumsum, cumprod, logcumsumexp, cummax and cummin. Each row is
-//! a serial chain, so the parallelism is over rows (read through the input's own strides).
-use crate::backend::cpu::map::Ptr;
-use super::sort::{along, is_nan, Rows};
+//! Cumulative ops along one dim: cumsum, cumprod, logcumsumexp, cummax and cummin: dtypes,
+//! shapes and autograd; the running kernels are the backend's.
+use super::sort::along;
+use crate::backend;
 use crate::bail;
-use crate::dtype::{CDouble, DType, Element};
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
-use crate::with_dtype;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ScanOp {
@@ -16,62 +15,16 @@ pub enum ScanOp {
 }
 
 impl ScanOp {
+    const NAMES: [(ScanOp, &'static str); 3] = [(ScanOp::Sum, "cumsum"), (ScanOp::Prod, "cumprod"), (ScanOp::LogSumExp, "logcumsumexp")];
+
     pub fn from_name(name: &str) -> Option<ScanOp> {
-        Some(match name {
-            "cumsum" => ScanOp::Sum,
-            "cumprod" => ScanOp::Prod,
-            "logcumsumexp" => ScanOp::LogSumExp,
-            _ => return None,
-        })
+        Self::NAMES.iter().find(|(_, n)| *n == name).map(|(op, _)| *op)
     }
-}
 
-/// log(exp(a) + exp(b)) without overflow; equal infinities (where a - b is NaN) stay themselves.
-fn log_add_exp(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        return f64::NAN;
+    /// PyTorch's name of the op.
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(op, _)| *op == self).map(|(_, n)| *n).expect("every op is named")
     }
-    if a == b {
-        return a + std::f64::consts::LN_2;
-    }
-    let (hi, lo) = if a > b { (a, b) } else { (b, a) };
-    hi + ((lo - hi).exp() + 1.0).ln()
-}
-
-/// Runs `out[k] = step(acc, x[k])` along every row of `x` into `out` (same shape).
-fn scan_rows<T: Element, A: Copy + Send + Sync, O: Element>(
-    x: &Tensor,
-    out: &Tensor,
-    d: usize,
-    init: A,
-    load: impl Fn(T) -> A + Sync,
-    step: impl Fn(A, A) -> A + Sync,
-    store: impl Fn(A) -> O + Sync,
-) {
-    let rows = Rows::new([x, out], d);
-    let n = x.shape()[d];
-    let (px, po) = (Ptr(x.data_ptr::<T>()), Ptr(out.data_ptr::<O>()));
-    let [sx, so] = rows.steps;
-    rows.for_each(n, |_, [bx, bo]| unsafe {
-        let mut acc = init;
-        for k in 0..n as isize {
-            acc = step(acc, load(*px.at(bx + k * sx)));
-            *po.at(bo + k * so) = store(acc);
-        }
-    });
-}
-
-/// The complex `log(exp(a) + exp(b))`: the operand with the larger real part factored out, as
-/// PyTorch does, so the imaginary part is the plain sum of phases (not wrapped to (-π, π]).
-fn log_add_exp_complex(a: CDouble, b: CDouble) -> CDouble {
-    if a.is_nan() || b.is_nan() {
-        return CDouble::new(f64::NAN, f64::NAN);
-    }
-    let (hi, lo) = if a.re >= b.re { (a, b) } else { (b, a) };
-    if lo.re == f64::NEG_INFINITY {
-        return hi;
-    }
-    hi + ((lo - hi).exp() + 1.0).ln()
 }
 
 /// `cumsum`/`cumprod` (booleans and integers accumulate in int64, floats in f64, complex
@@ -93,34 +46,14 @@ pub fn scan(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Te
 
 fn scan_kernel(op: ScanOp, x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let (xs, d) = along(x, dim)?;
-    let xs = dtype.map_or(xs.clone(), |t| xs.to_dtype(t));
+    let xs = dtype.map_or(Ok(xs.clone()), |t| xs.to_dtype(t))?;
     let in_dtype = xs.dtype();
     if op == ScanOp::LogSumExp && !in_dtype.is_inexact() {
         bail!(Runtime, "logcumsumexp(): expected a floating point input, but got {in_dtype}");
     }
     let out_dtype = if in_dtype.is_inexact() { in_dtype } else { DType::I64 };
-    let out = Tensor::uninit(xs.shape(), out_dtype)?;
-    if in_dtype.is_complex() {
-        let (init, step): (CDouble, fn(CDouble, CDouble) -> CDouble) = match op {
-            ScanOp::Sum => (CDouble::new(0.0, 0.0), |a, b| a + b),
-            ScanOp::Prod => (CDouble::new(1.0, 0.0), |a, b| a * b),
-            ScanOp::LogSumExp => (CDouble::new(f64::NEG_INFINITY, 0.0), log_add_exp_complex),
-        };
-        crate::with_complex!(in_dtype, T, scan_rows::<T, CDouble, T>(&xs, &out, d, init, |v| v.to_c128(), step, T::from_c128));
-    } else if in_dtype.is_float() {
-        let (init, step): (f64, fn(f64, f64) -> f64) = match op {
-            ScanOp::Sum => (0.0, |a, b| a + b),
-            ScanOp::Prod => (1.0, |a, b| a * b),
-            ScanOp::LogSumExp => (f64::NEG_INFINITY, log_add_exp),
-        };
-        with_dtype!(in_dtype, T, scan_rows::<T, f64, T>(&xs, &out, d, init, |v| v.to_f64(), step, T::from_f64));
-    } else {
-        let (init, step): (i64, fn(i64, i64) -> i64) = match op {
-            ScanOp::Prod => (1, i64::wrapping_mul),
-            _ => (0, i64::wrapping_add),
-        };
-        with_dtype!(in_dtype, T, scan_rows::<T, i64, i64>(&xs, &out, d, init, |v| v.to_i64(), step, |a| a));
-    }
+    let out = Tensor::empty_on(xs.shape(), out_dtype, xs.device())?;
+    backend::of(xs.device())?.scan(op, &xs, d, &out)?;
     out.reshape(&x.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
 }
 
@@ -135,30 +68,9 @@ pub fn cum_extreme(x: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor)> 
 
 fn cum_extreme_kernel(x: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
-    let values = Tensor::uninit(xs.shape(), xs.dtype())?;
-    let indices = Tensor::uninit(xs.shape(), DType::I64)?;
-    let rows = Rows::new([&xs, &values, &indices], d);
-    let n = xs.shape()[d];
-    with_dtype!(xs.dtype(), T, {
-        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
-        let [sx, sv, si] = rows.steps;
-        let takes_over = |v: T, best: T| is_nan(&v) || if max { v >= best } else { v <= best };
-        rows.for_each(n, |_, [bx, bv, bi]| unsafe {
-            if n == 0 {
-                return;
-            }
-            let (mut best, mut at) = (*px.at(bx), 0i64);
-            for k in 0..n as isize {
-                let v = *px.at(bx + k * sx);
-                if !is_nan(&best) && takes_over(v, best) {
-                    best = v;
-                    at = k as i64;
-                }
-                *pv.at(bv + k * sv) = best;
-                *pi.at(bi + k * si) = at;
-            }
-        });
-    });
+    let values = Tensor::empty_on(xs.shape(), xs.dtype(), xs.device())?;
+    let indices = Tensor::empty_on(xs.shape(), DType::I64, xs.device())?;
+    backend::of(xs.device())?.cum_extreme(&xs, d, max, &values, &indices)?;
     let shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
     Ok((values.reshape(&shape)?, indices.reshape(&shape)?))
 }
@@ -166,15 +78,7 @@ fn cum_extreme_kernel(x: &Tensor, dim: i64, max: bool) -> Result<(Tensor, Tensor
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn log_add_exp_edges() {
-        assert_eq!(log_add_exp(f64::NEG_INFINITY, 0.0), 0.0);
-        assert_eq!(log_add_exp(f64::NEG_INFINITY, f64::NEG_INFINITY), f64::NEG_INFINITY);
-        assert_eq!(log_add_exp(f64::INFINITY, f64::INFINITY), f64::INFINITY);
-        assert!(log_add_exp(f64::NAN, 1.0).is_nan());
-        assert!((log_add_exp(1.0, 2.0) - (1f64.exp() + 2f64.exp()).ln()).abs() < 1e-12);
-    }
+    use crate::dtype::CDouble;
 
     #[test]
     fn cummax_ties_take_the_later_index_and_nan_sticks() {
@@ -192,15 +96,7 @@ mod tests {
         let c = scan(ScanOp::Prod, &x, 0, None).unwrap();
         assert_eq!(c.dtype(), DType::C128);
         assert_eq!(c.to_vec::<CDouble>().unwrap(), vec![CDouble::new(0.0, 1.0), CDouble::new(-1.0, 0.0), CDouble::new(-2.0, 0.0)]);
-        assert!(scan(ScanOp::Sum, &x.to_dtype(DType::C32), 0, None).is_err());
-    }
-
-    #[test]
-    fn complex_log_add_exp_keeps_the_phase_sum_unwrapped() {
-        let z = log_add_exp_complex(CDouble::new(0.0, 3.0), CDouble::new(f64::NEG_INFINITY, 0.0));
-        assert_eq!(z, CDouble::new(0.0, 3.0));
-        let w = log_add_exp_complex(CDouble::new(1.0, 0.5), CDouble::new(1.0, 0.5));
-        assert!((w - CDouble::new(1.0 + std::f64::consts::LN_2, 0.5)).norm() < 1e-12);
+        assert!(scan(ScanOp::Sum, &x.to_dtype(DType::C32).unwrap(), 0, None).is_err());
     }
 
     #[test]

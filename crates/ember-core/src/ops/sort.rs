@@ -1,130 +1,22 @@
 //! Sorting and order statistics along one dim: sort, topk, kthvalue, median, mode, quantile,
-//! unique and searchsorted. Every kernel sees its input as rows (one per index of the other
-//! dims, reached through the tensor's own strides, so nothing is copied to make it contiguous)
-//! and runs the rows in parallel. NaN sorts as the largest value, as in PyTorch.
-use crate::backend::cpu::map::Ptr;
+//! unique and searchsorted: shapes, checks and autograd. The row kernels are the backend's; NaN
+//! sorts as the largest value, as in PyTorch.
+use crate::backend;
 use crate::bail;
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::error::Result;
-use crate::parallel::{for_range, pool, GRAIN};
-use crate::strided::unravel;
 use crate::tensor::Tensor;
-use crate::with_dtype;
-use rayon::slice::ParallelSliceMut;
-use std::cmp::Ordering;
 
-pub fn is_nan<T: Element + PartialOrd>(a: &T) -> bool {
-    a.partial_cmp(a).is_none()
-}
-
-/// Ascending total order: NaN is larger than every number and equal to itself (PyTorch's order).
-pub fn cmp_asc<T: Element + PartialOrd>(a: &T, b: &T) -> Ordering {
-    a.partial_cmp(b).unwrap_or_else(|| is_nan(a).cmp(&is_nan(b)))
-}
-
-/// (value, original index) ascending; equal values keep their original order, which makes every
-/// sort here stable even through the faster unstable algorithms.
-fn asc_pair<T: Element + PartialOrd>(a: &(T, i64), b: &(T, i64)) -> Ordering {
-    cmp_asc(&a.0, &b.0).then(a.1.cmp(&b.1))
-}
-
-/// (value, original index) descending by value; equal values still in original order.
-fn desc_pair<T: Element + PartialOrd>(a: &(T, i64), b: &(T, i64)) -> Ordering {
-    cmp_asc(&b.0, &a.0).then(a.1.cmp(&b.1))
-}
-
-/// Runs `$body` with `$order` bound to the pair comparator of element type `$T` for
-/// `$descending`: a fn item, not a fn pointer, so the sort loops inline it.
-macro_rules! with_pair_order {
-    ($descending:expr, $T:ty, $order:ident, $body:expr) => {
-        if $descending {
-            let $order = desc_pair::<$T>;
-            $body
-        } else {
-            let $order = asc_pair::<$T>;
-            $body
-        }
-    };
-}
-
-/// Rows at least this long sort by radix (linear in their length) instead of by comparisons.
-const RADIX_MIN: usize = 512;
-
-/// An unsigned key ordered as `cmp_asc` orders values (NaN last, -0.0 equal to 0.0), for the
-/// radix sort.
-fn radix_key<T: Element + PartialOrd>(v: T) -> u64 {
-    if !T::DTYPE.is_float() {
-        return (v.to_i64() as u64) ^ (1 << 63);
-    }
-    // Narrow floats keep 32-bit keys: the radix sort skips the constant high bytes.
-    let (bits, sign) = if T::DTYPE.size() <= 4 {
-        let x = v.to_f32();
-        if x.is_nan() {
-            return u64::MAX;
-        }
-        ((x + 0.0).to_bits() as u64, 1 << 31) // -0.0 + 0.0 is +0.0
-    } else {
-        let x = v.to_f64();
-        if x.is_nan() {
-            return u64::MAX;
-        }
-        ((x + 0.0).to_bits(), 1 << 63)
-    };
-    if bits & sign != 0 {
-        !bits & (sign | (sign - 1))
-    } else {
-        bits | sign
-    }
-}
-
-/// Sorts a row of (value, index) pairs that arrive in index order, by value with ties in index
-/// order. The radix sort is stable, so it keeps that tie order by itself.
-fn sort_pairs<T: Element + PartialOrd>(pairs: &mut [(T, i64)], descending: bool) {
-    match (pairs.len() >= RADIX_MIN, descending) {
-        (true, false) => radsort::sort_by_key(pairs, |p| radix_key(p.0)),
-        (true, true) => radsort::sort_by_key(pairs, |p| !radix_key(p.0)),
-        (false, _) => with_pair_order!(descending, T, order, pairs.sort_unstable_by(order)),
-    }
-}
-
-/// The rows of same-shaped tensors along `dim` (their lengths along `dim` may differ): every
-/// index of the other dims names one row, which each tensor reaches through its own strides.
-pub struct Rows<const N: usize> {
-    kept_shape: Vec<usize>,
-    kept_strides: [Vec<isize>; N],
-    /// Each tensor's stride along `dim`.
-    pub steps: [isize; N],
-}
-
-impl<const N: usize> Rows<N> {
-    pub fn new(tensors: [&Tensor; N], dim: usize) -> Self {
-        let kept = |t: &Tensor| -> Vec<usize> { (0..t.ndim()).filter(|&i| i != dim).collect() };
-        let kept_shape = kept(tensors[0]).iter().map(|&i| tensors[0].shape()[i]).collect();
-        let kept_strides = std::array::from_fn(|k| kept(tensors[k]).iter().map(|&i| tensors[k].strides()[i]).collect());
-        let steps = std::array::from_fn(|k| tensors[k].strides()[dim]);
-        Rows { kept_shape, kept_strides, steps }
-    }
-
-    pub fn count(&self) -> usize {
-        self.kept_shape.iter().product()
-    }
-
-    /// Calls `f(row, offsets)` for every row in parallel; `work` is one row's cost in elements.
-    pub fn for_each(&self, work: usize, f: impl Fn(usize, [isize; N]) + Sync) {
-        for_range(self.count(), (GRAIN / work.max(1)).max(1), |start, end| {
-            let mut idx = unravel(start, &self.kept_shape);
-            for row in start..end {
-                f(row, std::array::from_fn(|k| idx.iter().zip(&self.kept_strides[k]).map(|(&i, &s)| i as isize * s).sum()));
-                for d in (0..idx.len()).rev() {
-                    idx[d] += 1;
-                    if idx[d] < self.kept_shape[d] {
-                        break;
-                    }
-                    idx[d] = 0;
-                }
-            }
-        });
-    }
+/// The statistic `Backend::select` takes from each row, with the index it was taken at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Statistic {
+    /// The element at this ascending position (0-based).
+    Kth(usize),
+    /// The lower median, NaN if the row holds one; with `ignore_nan` the lower median of the
+    /// non-NaN values (NaN only when all are NaN).
+    Median { ignore_nan: bool },
+    /// The most frequent value (the smallest on ties) and the index of its last occurrence.
+    Mode,
 }
 
 /// `x` with at least one dim (a 0-d tensor acts as one element) and `dim` wrapped.
@@ -149,19 +41,6 @@ fn finish(t: Tensor, input: &Tensor, dim: usize, keepdim: bool) -> Result<Tensor
     }
 }
 
-unsafe fn read_pairs<T: Element + PartialOrd>(p: Ptr<T>, base: isize, step: isize, n: usize) -> Vec<(T, i64)> {
-    (0..n).map(|k| (*p.at(base + k as isize * step), k as i64)).collect()
-}
-
-/// Writes `pairs` into a values row and an indices row.
-unsafe fn write_pairs<T: Element + PartialOrd>(pairs: &[(T, i64)], values: (Ptr<T>, isize, isize), indices: (Ptr<i64>, isize, isize)) {
-    for (k, &(v, i)) in pairs.iter().enumerate() {
-        *values.0.at(values.1 + k as isize * values.2) = v;
-        *indices.0.at(indices.1 + k as isize * indices.2) = i;
-    }
-}
-
-/// `sort`: (values, indices) along `dim`. Always stable: equal values keep their order.
 /// Runs a kernel that picks values along `dim` (with their indices) and records their
 /// derivative: the gradient goes back to where each value came from.
 fn track_picked(name: &'static str, x: &Tensor, dim: i64, keepdim: bool, kernel: impl FnOnce() -> Result<(Tensor, Tensor)>) -> Result<(Tensor, Tensor)> {
@@ -171,6 +50,7 @@ fn track_picked(name: &'static str, x: &Tensor, dim: i64, keepdim: bool, kernel:
     })
 }
 
+/// `sort`: (values, indices) along `dim`. Always stable: equal values keep their order.
 pub fn sort(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     x.dtype().require_real("sort")?;
     track_picked("SortBackward0", x, dim, true, || sort_kernel(x, dim, descending))
@@ -178,28 +58,21 @@ pub fn sort(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> 
 
 fn sort_kernel(x: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
-    let values = Tensor::uninit(xs.shape(), xs.dtype())?;
-    let indices = Tensor::uninit(xs.shape(), DType::I64)?;
-    let rows = Rows::new([&xs, &values, &indices], d);
-    let n = xs.shape()[d];
-    with_dtype!(xs.dtype(), T, {
-        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
-        let [sx, sv, si] = rows.steps;
-        rows.for_each(n * 8, |_, [bx, bv, bi]| unsafe {
-            let mut pairs = read_pairs(px, bx, sx, n);
-            sort_pairs(&mut pairs, descending);
-            write_pairs(&pairs, (pv, bv, sv), (pi, bi, si));
-        });
-    });
+    let (values, indices) = values_and_indices(&xs, xs.shape())?;
+    backend::of(xs.device())?.sort(&xs, d, descending, &values, &indices)?;
     Ok((values.reshape(&shape_i64(x.shape()))?, indices.reshape(&shape_i64(x.shape()))?))
+}
+
+/// Fresh values (of `x`'s dtype) and int64 indices of `shape`, on `x`'s device.
+fn values_and_indices(x: &Tensor, shape: &[usize]) -> Result<(Tensor, Tensor)> {
+    Ok((Tensor::empty_on(shape, x.dtype(), x.device())?, Tensor::empty_on(shape, DType::I64, x.device())?))
 }
 
 fn shape_i64(shape: &[usize]) -> Vec<i64> {
     shape.iter().map(|&s| s as i64).collect()
 }
 
-/// `topk`: the `k` largest (or smallest) along `dim`. Selects first, so only `k` elements are
-/// sorted; ties come out in their original order.
+/// `topk`: the `k` largest (or smallest) along `dim`; ties come out in their original order.
 pub fn topk(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
     x.dtype().require_real("topk_cpu")?;
     track_picked("TopkBackward0", x, dim, true, || topk_kernel(x, k, dim, largest, sorted))
@@ -211,60 +84,21 @@ fn topk_kernel(x: &Tensor, k: i64, dim: i64, largest: bool, sorted: bool) -> Res
     if k < 0 || k as usize > n {
         bail!(Runtime, "selected index k out of range: k = {k} but dimension {d} has size {n}");
     }
-    let k = k as usize;
-    let values = Tensor::uninit(&resized(&xs, d, k), xs.dtype())?;
-    let indices = Tensor::uninit(values.shape(), DType::I64)?;
-    let rows = Rows::new([&xs, &values, &indices], d);
-    with_dtype!(xs.dtype(), T, {
-        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
-        let [sx, sv, si] = rows.steps;
-        rows.for_each(n * 2, |_, [bx, bv, bi]| unsafe {
-            let mut pairs = read_pairs(px, bx, sx, n);
-            with_pair_order!(largest, T, order, {
-                if k > 0 && k < n {
-                    pairs.select_nth_unstable_by(k - 1, order);
-                }
-                pairs.truncate(k);
-                if sorted {
-                    pairs.sort_unstable_by(order);
-                }
-            });
-            write_pairs(&pairs, (pv, bv, sv), (pi, bi, si));
-        });
-    });
+    let (values, indices) = values_and_indices(&xs, &resized(&xs, d, k as usize))?;
+    backend::of(xs.device())?.topk(&xs, k as usize, d, largest, sorted, &values, &indices)?;
     let shape = if x.ndim() == 0 { vec![] } else { shape_i64(values.shape()) };
     Ok((values.reshape(&shape)?, indices.reshape(&shape)?))
 }
 
-/// The element at ascending position `pick(n, nan_count)` of every row, and its index: the
-/// shared kernel of kthvalue, median and nanmedian.
-fn order_statistic(
-    name: &str,
-    x: &Tensor,
-    dim: i64,
-    keepdim: bool,
-    pick: impl Fn(usize, usize) -> usize + Sync,
-) -> Result<(Tensor, Tensor)> {
+/// `stat` of every row along `dim`, and its index: the shared kernel of kthvalue, median,
+/// nanmedian and mode.
+fn select(name: &str, x: &Tensor, dim: i64, keepdim: bool, stat: Statistic) -> Result<(Tensor, Tensor)> {
     let (xs, d) = along(x, dim)?;
-    let n = xs.shape()[d];
-    if n == 0 {
+    if xs.shape()[d] == 0 {
         bail!(Index, "{name}(): Expected reduction dim {d} to have non-zero size.");
     }
-    let values = Tensor::uninit(&resized(&xs, d, 1), xs.dtype())?;
-    let indices = Tensor::uninit(values.shape(), DType::I64)?;
-    let rows = Rows::new([&xs, &values, &indices], d);
-    with_dtype!(xs.dtype(), T, {
-        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
-        let sx = rows.steps[0];
-        rows.for_each(n * 2, |_, [bx, bv, bi]| unsafe {
-            let mut pairs = read_pairs(px, bx, sx, n);
-            let nans = pairs.iter().filter(|p| is_nan(&p.0)).count();
-            let at = pick(n, nans);
-            let (v, i) = *pairs.select_nth_unstable_by(at, asc_pair::<T>).1;
-            *pv.at(bv) = v;
-            *pi.at(bi) = i;
-        });
-    });
+    let (values, indices) = values_and_indices(&xs, &resized(&xs, d, 1))?;
+    backend::of(xs.device())?.select(&xs, d, stat, &values, &indices)?;
     Ok((finish(values, x, d, keepdim)?, finish(indices, x, d, keepdim)?))
 }
 
@@ -280,71 +114,22 @@ fn kthvalue_kernel(x: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tenso
     if k < 1 || k > n {
         bail!(Runtime, "kthvalue(): selected number k out of range for dimension {d}: k = {k} but the dimension has size {n}");
     }
-    order_statistic("kthvalue", x, dim, keepdim, |_, _| k as usize - 1)
+    select("kthvalue", x, dim, keepdim, Statistic::Kth(k as usize - 1))
 }
 
 /// `median` (lower median; NaN if the row holds one) or, with `ignore_nan`, `nanmedian` (the
 /// lower median of the non-NaN values; NaN only when all are NaN).
 pub fn median(x: &Tensor, dim: i64, keepdim: bool, ignore_nan: bool) -> Result<(Tensor, Tensor)> {
     x.dtype().require_real("median_cpu")?;
-    track_picked("MedianBackward1", x, dim, keepdim, || median_kernel(x, dim, keepdim, ignore_nan))
-}
-
-fn median_kernel(x: &Tensor, dim: i64, keepdim: bool, ignore_nan: bool) -> Result<(Tensor, Tensor)> {
     let name = if ignore_nan { "nanmedian" } else { "median" };
-    order_statistic(name, x, dim, keepdim, move |n, nans| match (ignore_nan, nans) {
-        // NaNs sort last, so position n - nans is the first NaN.
-        (false, 0) => (n - 1) / 2,
-        (false, _) => n - nans,
-        (true, _) => (n - nans).saturating_sub(1) / 2,
-    })
+    track_picked("MedianBackward1", x, dim, keepdim, || select(name, x, dim, keepdim, Statistic::Median { ignore_nan }))
 }
 
 /// `mode`: the most frequent value along `dim` (the smallest on ties) and the index of its last
 /// occurrence.
 pub fn mode(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     x.dtype().require_real("mode_cpu")?;
-    track_picked("ModeBackward0", x, dim, keepdim, || mode_kernel(x, dim, keepdim))
-}
-
-fn mode_kernel(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-    let (xs, d) = along(x, dim)?;
-    let n = xs.shape()[d];
-    if n == 0 {
-        bail!(Index, "mode(): Expected reduction dim {d} to have non-zero size.");
-    }
-    let values = Tensor::uninit(&resized(&xs, d, 1), xs.dtype())?;
-    let indices = Tensor::uninit(values.shape(), DType::I64)?;
-    let rows = Rows::new([&xs, &values, &indices], d);
-    with_dtype!(xs.dtype(), T, {
-        let (px, pv, pi) = (Ptr(xs.data_ptr::<T>()), Ptr(values.data_ptr::<T>()), Ptr(indices.data_ptr::<i64>()));
-        let sx = rows.steps[0];
-        rows.for_each(n * 8, |_, [bx, bv, bi]| unsafe {
-            let mut pairs = read_pairs(px, bx, sx, n);
-            pairs.sort_unstable_by(asc_pair::<T>);
-            let (v, i) = most_frequent(&pairs);
-            *pv.at(bv) = v;
-            *pi.at(bi) = i;
-        });
-    });
-    Ok((finish(values, x, d, keepdim)?, finish(indices, x, d, keepdim)?))
-}
-
-/// In pairs sorted ascending: the value of the longest run of equals (the first, so smallest, on
-/// ties) and the last original index inside that run.
-fn most_frequent<T: Element + PartialOrd>(sorted: &[(T, i64)]) -> (T, i64) {
-    let (mut best, mut best_len) = (sorted[0], 0);
-    let mut start = 0;
-    for end in 1..=sorted.len() {
-        if end == sorted.len() || cmp_asc(&sorted[end].0, &sorted[start].0) != Ordering::Equal {
-            if end - start > best_len {
-                best_len = end - start;
-                best = sorted[end - 1];
-            }
-            start = end;
-        }
-    }
-    best
+    track_picked("ModeBackward0", x, dim, keepdim, || select("mode", x, dim, keepdim, Statistic::Mode))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -366,29 +151,6 @@ impl Interpolation {
             "nearest" => Interpolation::Nearest,
             _ => bail!(Value, "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. Got {name}"),
         })
-    }
-
-    /// The `q`-quantile of `m` ascending values.
-    fn at<T: Element + PartialOrd>(self, sorted: &[T], q: f64) -> f64 {
-        let rank = q * (sorted.len() - 1) as f64;
-        let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-        let (a, b) = (sorted[lo].to_f64(), sorted[hi].to_f64());
-        match self {
-            Interpolation::Linear => lerp(a, b, rank - lo as f64),
-            Interpolation::Lower => a,
-            Interpolation::Higher => b,
-            Interpolation::Midpoint => lerp(a, b, 0.5),
-            Interpolation::Nearest => sorted[rank.round_ties_even() as usize].to_f64(),
-        }
-    }
-}
-
-/// PyTorch's lerp: exact at both ends.
-fn lerp(a: f64, b: f64, w: f64) -> f64 {
-    if w < 0.5 {
-        a + w * (b - a)
-    } else {
-        b - (b - a) * (1.0 - w)
     }
 }
 
@@ -418,91 +180,20 @@ pub fn quantile(
         Some(dim) => along(x, dim)?,
         None => (x.reshape(&[-1])?, 0),
     };
-    let n = xs.shape()[d];
-    let kept = Tensor::uninit(&resized(&xs, d, 1), xs.dtype())?;
-    let rows = Rows::new([&xs, &kept], d);
-    let count = rows.count();
-    let out = Tensor::uninit(&[q.len(), count], xs.dtype())?;
-    with_dtype!(xs.dtype(), T, {
-        let (px, po) = (Ptr(xs.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-        let sx = rows.steps[0];
-        rows.for_each(n * 8, |row, [bx, _]| unsafe {
-            let mut vals: Vec<T> = (0..n).map(|k| *px.at(bx + k as isize * sx)).collect();
-            vals.sort_unstable_by(cmp_asc);
-            let nans = vals.iter().rev().take_while(|v| is_nan(*v)).count();
-            let usable = if ignore_nan { &vals[..n - nans] } else { &vals[..] };
-            for (j, &qj) in q.iter().enumerate() {
-                let r = if usable.is_empty() || (!ignore_nan && nans > 0) { f64::NAN } else { interpolation.at(usable, qj) };
-                *po.at((j * count + row) as isize) = T::from_f64(r);
-            }
-        });
-    });
+    let kept = resized(&xs, d, 1);
+    let count: usize = kept.iter().product();
+    let out = Tensor::empty_on(&[q.len(), count], xs.dtype(), xs.device())?;
+    backend::of(xs.device())?.quantile(&xs, d, q, interpolation, ignore_nan, &out)?;
     let mut shape: Vec<i64> = if q_is_scalar { vec![] } else { vec![q.len() as i64] };
     let reduced = match (dim, keepdim) {
         (None, true) => vec![1; x.ndim()],
         (None, false) => vec![],
-        (Some(_), _) => shape_i64(finish(kept, x, d, keepdim)?.shape()),
+        (Some(_), _) if x.ndim() == 0 => vec![],
+        (Some(_), true) => shape_i64(&kept),
+        (Some(_), false) => shape_i64(&kept).into_iter().enumerate().filter(|&(k, _)| k != d).map(|(_, s)| s).collect(),
     };
     shape.extend(reduced);
     out.reshape(&shape)
-}
-
-/// Groups of equal keys `0..n`: sorted first unless `consecutive`. Returns the first key of each
-/// group, each key's group (the inverse) and the group sizes.
-fn group_keys(
-    n: usize,
-    consecutive: bool,
-    cmp: impl Fn(usize, usize) -> Ordering + Sync,
-    eq: impl Fn(usize, usize) -> bool,
-) -> (Vec<usize>, Vec<i64>, Vec<i64>) {
-    let mut order: Vec<usize> = (0..n).collect();
-    if !consecutive {
-        let by = |a: &usize, b: &usize| cmp(*a, *b).then(a.cmp(b));
-        if n >= 2 * GRAIN {
-            pool().install(|| order.par_sort_unstable_by(by));
-        } else {
-            order.sort_unstable_by(by);
-        }
-    }
-    let (mut firsts, mut inverse, mut counts) = (vec![], vec![0i64; n], vec![]);
-    for (pos, &key) in order.iter().enumerate() {
-        if pos == 0 || !eq(order[pos - 1], key) {
-            firsts.push(key);
-            counts.push(0);
-        }
-        inverse[key] = firsts.len() as i64 - 1;
-        *counts.last_mut().unwrap() += 1;
-    }
-    (firsts, inverse, counts)
-}
-
-/// Counts `v` into the last run of `distinct`, or starts a new run (NaN never joins one).
-fn push_run<T: Element + PartialOrd>(distinct: &mut Vec<T>, counts: &mut Vec<i64>, v: T) {
-    if distinct.last() != Some(&v) {
-        distinct.push(v);
-        counts.push(0);
-    }
-    *counts.last_mut().unwrap() += 1;
-}
-
-/// The sorted distinct elements of `values`, each element's group (when asked) and the group
-/// sizes. A radix sort of the values (or of (value, index) pairs for the inverse) runs in linear
-/// time on contiguous memory.
-fn unique_elements<T: Element + PartialOrd>(mut values: Vec<T>, with_inverse: bool) -> (Vec<T>, Option<Vec<i64>>, Vec<i64>) {
-    let (mut distinct, mut counts) = (Vec::new(), Vec::new());
-    if !with_inverse {
-        radsort::sort_by_key(&mut values, |&v| radix_key(v));
-        values.into_iter().for_each(|v| push_run(&mut distinct, &mut counts, v));
-        return (distinct, None, counts);
-    }
-    let mut pairs: Vec<(T, i64)> = values.iter().copied().zip(0..).collect();
-    sort_pairs(&mut pairs, false);
-    let mut inverse = vec![0i64; values.len()];
-    for (v, key) in pairs {
-        push_run(&mut distinct, &mut counts, v);
-        inverse[key as usize] = distinct.len() as i64 - 1;
-    }
-    (distinct, Some(inverse), counts)
 }
 
 /// `unique` (sorted) or, with `consecutive`, `unique_consecutive`, of the elements or (with `dim`)
@@ -511,61 +202,18 @@ fn unique_elements<T: Element + PartialOrd>(mut values: Vec<T>, with_inverse: bo
 pub fn unique(x: &Tensor, dim: Option<i64>, consecutive: bool, with_inverse: bool) -> Result<(Tensor, Option<Tensor>, Tensor)> {
     x.dtype().require_real("unique_cpu")?;
     crate::autograd::not_implemented("unique", &[x])?;
-    let (values, inverse, counts) = match dim {
-        None if !consecutive => {
-            with_dtype!(x.dtype(), T, {
-                let (v, i, c) = unique_elements(x.to_vec::<T>()?, with_inverse);
-                let (nv, nc) = (v.len(), c.len());
-                (Tensor::from_vec(v, &[nv])?, i.map(|i| Tensor::from_vec(i, &[x.numel()])).transpose()?, Tensor::from_vec(c, &[nc])?)
-            })
-        }
-        None => {
-            let (v, i, c) = unique_slices(&x.reshape(&[-1])?, 0, true)?;
-            (v, Some(i), c)
-        }
-        Some(dim) => {
-            if x.ndim() == 0 {
-                bail!(Index, "Dimension out of range (expected to be in range of [-1, 0], but got {dim}): unique() with dim needs a tensor with at least one dimension");
-            }
-            let (v, i, c) = unique_slices(x, x.wrap_dim(dim)?, consecutive)?;
-            return Ok((v, Some(i).filter(|_| with_inverse), c));
-        }
+    let d = match dim {
+        Some(dim) if x.ndim() == 0 => bail!(Index, "Dimension out of range (expected to be in range of [-1, 0], but got {dim}): unique() with dim needs a tensor with at least one dimension"),
+        Some(dim) => Some(x.wrap_dim(dim)?),
+        None => None,
     };
-    let inverse = inverse.filter(|_| with_inverse).map(|i| i.reshape(&shape_i64(x.shape()))).transpose()?;
+    let (values, inverse, counts) = backend::of(x.device())?.unique(x, d, consecutive, with_inverse)?;
+    // Element-wise, the inverse has the input's shape.
+    let inverse = match d {
+        None => inverse.map(|i| i.reshape(&shape_i64(x.shape()))).transpose()?,
+        Some(_) => inverse,
+    };
     Ok((values, inverse, counts))
-}
-
-fn unique_slices(x: &Tensor, d: usize, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
-    // Slices along `d` become contiguous rows of `m` elements, the other dims in their order (as
-    // PyTorch's `moveaxis`: a transpose would compare the elements of a slice in another order).
-    let ndim = x.ndim();
-    let to_front: Vec<i64> = [d].into_iter().chain((0..ndim).filter(|&k| k != d)).map(|k| k as i64).collect();
-    let back: Vec<i64> = (0..ndim).map(|k| (if k < d { k + 1 } else if k == d { 0 } else { k }) as i64).collect();
-    let moved = x.permute(&to_front)?.contiguous();
-    let n = x.shape()[d];
-    let m = if n == 0 { 0 } else { moved.numel() / n };
-    let (firsts, inverse, counts) = with_dtype!(x.dtype(), T, {
-        let p = Ptr(moved.data_ptr::<T>());
-        // An empty slice must not come from the (possibly dangling) pointer of an empty buffer.
-        let row = |i: usize| if m == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(p.at((i * m) as isize) as *const T, m) } };
-        if m == 1 {
-            // Plain elements: compare values, not one-element slices.
-            let at = |i: usize| unsafe { &*(p.at(i as isize) as *const T) };
-            group_keys(n, consecutive, |a, b| cmp_asc(at(a), at(b)), |a, b| at(a) == at(b))
-        } else {
-            let cmp = |a: usize, b: usize| row(a).iter().zip(row(b)).map(|(u, v)| cmp_asc(u, v)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal);
-            group_keys(n, consecutive, cmp, |a, b| row(a) == row(b))
-        }
-    });
-    let mut shape = moved.shape().to_vec();
-    shape[0] = firsts.len();
-    let values = Tensor::uninit(&shape, x.dtype())?;
-    let size = m * x.dtype().size();
-    for (g, &first) in firsts.iter().enumerate().filter(|_| size > 0) {
-        unsafe { std::ptr::copy_nonoverlapping(moved.byte_ptr().add(first * size), values.byte_ptr().add(g * size), size) };
-    }
-    let ng = firsts.len();
-    Ok((values.permute(&back)?.contiguous(), Tensor::from_vec(inverse, &[n])?, Tensor::from_vec(counts, &[ng])?))
 }
 
 /// `searchsorted`: for each value of `x`, its insertion point in the matching row of `seq` (1-d,
@@ -578,142 +226,23 @@ pub fn searchsorted(seq: &Tensor, x: &Tensor, right: bool, sorter: Option<&Tenso
     if !fits {
         bail!(Runtime, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}", seq.shape(), x.shape());
     }
-    let n = *seq.shape().last().unwrap();
-    let sorter = sorter.map(|s| checked_sorter(s, seq, n)).transpose()?;
+    if let Some(s) = sorter {
+        if s.dtype() != DType::I64 {
+            bail!(Runtime, "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype {}", s.dtype());
+        }
+        if s.shape() != seq.shape() {
+            bail!(Runtime, "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor {:?} and got sorter tensor {:?}", seq.shape(), s.shape());
+        }
+    }
     let common = DType::promote(seq.dtype(), x.dtype());
-    let (seq, xs) = (seq.to_dtype(common).contiguous(), x.to_dtype(common).contiguous());
-    let per_row = if seq.ndim() == 1 { xs.numel() } else { *xs.shape().last().unwrap() };
-    let out = Tensor::uninit(x.shape(), if out_int32 { DType::I32 } else { DType::I64 })?;
-    with_dtype!(common, T, {
-        let (ps, px) = (Ptr(seq.data_ptr::<T>()), Ptr(xs.data_ptr::<T>()));
-        let order = sorter.as_ref().map(|s| Ptr(s.data_ptr::<i64>()));
-        let at = move |row: usize, i: usize| unsafe {
-            let j = order.map_or(i, |o| *o.at((row * n + i) as isize) as usize);
-            *ps.at((row * n + j) as isize)
-        };
-        let position = |e: usize| {
-            let row = e.checked_div(per_row).unwrap_or(0);
-            let v = unsafe { *px.at(e as isize) };
-            // The first position whose element is > v (right) or >= v (left).
-            let goes_after = |i: usize| match cmp_asc(&at(row, i), &v) {
-                Ordering::Less => true,
-                Ordering::Equal => right,
-                Ordering::Greater => false,
-            };
-            partition_point(n, goes_after)
-        };
-        write_positions(&out, position, out_int32);
-    });
+    let out = Tensor::empty_on(x.shape(), if out_int32 { DType::I32 } else { DType::I64 }, x.device())?;
+    backend::of(x.device())?.searchsorted(&seq.to_dtype(common)?, &x.to_dtype(common)?, right, sorter, &out)?;
     Ok(out)
-}
-
-fn partition_point(n: usize, goes_after: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if goes_after(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
-fn write_positions(out: &Tensor, position: impl Fn(usize) -> usize + Sync, int32: bool) {
-    let (p64, p32) = if int32 { (None, Some(Ptr(out.data_ptr::<i32>()))) } else { (Some(Ptr(out.data_ptr::<i64>())), None) };
-    for_range(out.numel(), GRAIN / 16, |s, e| {
-        for k in s..e {
-            let v = position(k);
-            unsafe {
-                match (p64, p32) {
-                    (Some(p), _) => *p.at(k as isize) = v as i64,
-                    (_, Some(p)) => *p.at(k as isize) = v as i32,
-                    _ => unreachable!(),
-                }
-            }
-        }
-    });
-}
-
-/// A contiguous int64 copy of `sorter`, checked to be a valid index into each row of `seq`.
-fn checked_sorter(sorter: &Tensor, seq: &Tensor, n: usize) -> Result<Tensor> {
-    if sorter.dtype() != DType::I64 {
-        bail!(Runtime, "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype {}", sorter.dtype());
-    }
-    if sorter.shape() != seq.shape() {
-        bail!(Runtime, "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor {:?} and got sorter tensor {:?}", seq.shape(), sorter.shape());
-    }
-    let s = sorter.contiguous();
-    if s.to_vec::<i64>()?.iter().any(|&i| i < 0 || i as usize >= n) {
-        bail!(Runtime, "torch.searchsorted(): sorter index out of range");
-    }
-    Ok(s)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use half::{bf16, f16};
-
-    #[test]
-    fn nan_sorts_last_and_equals_itself() {
-        let mut v = vec![3.0, f64::NAN, -1.0, f64::INFINITY, f64::NAN, 0.0];
-        v.sort_by(cmp_asc);
-        assert_eq!(&v[..4], &[-1.0, 0.0, 3.0, f64::INFINITY]);
-        assert!(v[4].is_nan() && v[5].is_nan());
-        assert_eq!(cmp_asc(&f32::NAN, &f32::NAN), Ordering::Equal);
-        assert_eq!(cmp_asc(&f16::NAN, &f16::INFINITY), Ordering::Greater);
-        assert_eq!(cmp_asc(&bf16::from_f32(1.0), &bf16::NAN), Ordering::Less);
-        assert_eq!(cmp_asc(&true, &false), Ordering::Greater);
-    }
-
-    #[test]
-    fn pairs_break_ties_by_index() {
-        let a = (1.0f32, 0i64);
-        let b = (1.0f32, 1i64);
-        assert_eq!(asc_pair(&a, &b), Ordering::Less);
-        assert_eq!(desc_pair(&a, &b), Ordering::Less);
-        assert_eq!(desc_pair(&(2.0f32, 5), &a), Ordering::Less);
-        assert_eq!(desc_pair(&(f32::NAN, 5), &(f32::INFINITY, 0)), Ordering::Less);
-    }
-
-    #[test]
-    fn radix_sort_matches_the_comparison_order() {
-        fn check<T: Element + PartialOrd>(values: Vec<T>) {
-            for descending in [false, true] {
-                let mut radix: Vec<(T, i64)> = values.iter().copied().zip(0..).collect();
-                let mut compared = radix.clone();
-                sort_pairs(&mut radix, descending);
-                with_pair_order!(descending, T, order, compared.sort_by(order));
-                let key = |p: &(T, i64)| (radix_key(p.0), p.1);
-                assert_eq!(radix.iter().map(key).collect::<Vec<_>>(), compared.iter().map(key).collect::<Vec<_>>());
-            }
-        }
-        let specials = [f32::NAN, -f32::NAN, 0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, 1.5, -1.5];
-        check((0..RADIX_MIN * 3).map(|i| specials[i % 8] * ((i % 5) as f32 - 2.0)).collect::<Vec<f32>>());
-        check((0..RADIX_MIN * 3).map(|i| (i as i64 * 7919 % 1000) - 500).collect::<Vec<i64>>());
-        check((0..RADIX_MIN * 3).map(|i| f16::from_f32((i % 17) as f32 - 8.0)).collect::<Vec<f16>>());
-        check((0..RADIX_MIN * 3).map(|i| i % 3 == 0).collect::<Vec<bool>>());
-    }
-
-    #[test]
-    fn mode_prefers_the_smallest_of_equally_frequent_values() {
-        let mut p = vec![(3, 0i64), (1, 1), (3, 2), (1, 3), (2, 4)];
-        p.sort_unstable_by(asc_pair::<i32>);
-        assert_eq!(most_frequent(&p), (1, 3));
-    }
-
-    #[test]
-    fn quantile_interpolations() {
-        let v = [1.0f64, 2.0, 4.0, 8.0];
-        assert_eq!(Interpolation::Linear.at(&v, 0.5), 3.0);
-        assert_eq!(Interpolation::Lower.at(&v, 0.5), 2.0);
-        assert_eq!(Interpolation::Higher.at(&v, 0.5), 4.0);
-        assert_eq!(Interpolation::Midpoint.at(&v, 0.4), 3.0);
-        assert_eq!(Interpolation::Nearest.at(&v, 0.5), 4.0); // rank 1.5 rounds to even 2
-        assert!(Interpolation::from_name("cubic").is_err());
-    }
 
     #[test]
     fn sort_and_searchsorted_rows() {

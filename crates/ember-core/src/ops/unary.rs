@@ -168,7 +168,7 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 fn unary_kernel(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let dtype = op.out_dtype(x.dtype())?;
     let out = Tensor::uninit_like(x.shape(), dtype, x.device(), Some(x))?;
-    let input = if dtype.is_float() && !x.dtype().is_inexact() { x.to_dtype(dtype) } else { x.clone() };
+    let input = if dtype.is_float() && !x.dtype().is_inexact() { x.to_dtype(dtype)? } else { x.clone() };
     crate::backend::of(x.device())?.unary(op, &input, &out)?;
     Ok(out)
 }

@@ -47,7 +47,7 @@ impl Tensor {
             Some(l) => self.view_with("ViewBackward0", l, unreshape(self.shape())),
             None => {
                 // Not expressible as a view: a contiguous copy, seen in the new shape.
-                let c = self.contiguous();
+                let c = self.contiguous()?;
                 let out = c.relayout(Layout::contiguous(&shape));
                 if autograd::needs_grad(&[&c]) {
                     let back = unreshape(c.shape());

@@ -123,7 +123,7 @@ fn views(tensors: &[(String, Tensor)]) -> io::Result<Vec<(&str, TensorBytes)>> {
             if !seen.insert(name.as_str()) {
                 return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("tensor name '{name}' appears twice")));
             }
-            Ok((name.as_str(), TensorBytes { tensor: t.contiguous(), dtype: to_dtype(t.dtype(), name)? }))
+            Ok((name.as_str(), TensorBytes { tensor: t.contiguous().map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?, dtype: to_dtype(t.dtype(), name)? }))
         })
         .collect()
 }
@@ -205,7 +205,7 @@ mod tests {
     fn round_trip_every_dtype_and_metadata() {
         let mut tensors = Vec::new();
         for (i, d) in DType::ALL.iter().filter(|d| !d.is_complex()).enumerate() {
-            let t = Tensor::from_vec(vec![0.0f64, 1.0, 0.5, 3.0, 1.0, 0.0], &[2, 3]).unwrap().to_dtype(*d);
+            let t = Tensor::from_vec(vec![0.0f64, 1.0, 0.5, 3.0, 1.0, 0.0], &[2, 3]).unwrap().to_dtype(*d).unwrap();
             tensors.push(named(&format!("t{i}"), t.transpose(0, 1).unwrap()));
         }
         let meta = HashMap::from([("format".to_string(), "pt".to_string())]);
@@ -215,7 +215,7 @@ mod tests {
         for (name, t) in &loaded.tensors {
             let orig = &tensors.iter().find(|(n, _)| n == name).unwrap().1;
             assert_eq!((t.dtype(), t.shape()), (orig.dtype(), orig.shape()));
-            assert_eq!(t.to_dtype(DType::F64).to_vec::<f64>().unwrap(), orig.to_dtype(DType::F64).to_vec::<f64>().unwrap());
+            assert_eq!(t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap(), orig.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap());
         }
     }
 
@@ -226,8 +226,8 @@ mod tests {
         let loaded = deserialize(&serialize(&[named("z", t.clone())], None).unwrap()).unwrap();
         let z = &loaded.tensors[0].1;
         assert_eq!((z.dtype(), z.shape()), (DType::C64, &[2][..]));
-        assert_eq!(view_as_real(z).unwrap().contiguous().to_vec::<f32>().unwrap(), [1.0, -2.0, 0.5, 3.0]);
-        let wide = t.to_dtype(DType::C128);
+        assert_eq!(view_as_real(z).unwrap().contiguous().unwrap().to_vec::<f32>().unwrap(), [1.0, -2.0, 0.5, 3.0]);
+        let wide = t.to_dtype(DType::C128).unwrap();
         assert_eq!(serialize(&[named("w", wide)], None).unwrap_err().kind(), io::ErrorKind::Unsupported);
     }
 

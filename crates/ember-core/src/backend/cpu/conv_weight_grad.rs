@@ -16,7 +16,7 @@ use crate::tensor::Tensor;
 /// `g` is `[N, Cout, *out]`; the result is `[Cout, Cin/groups, *kernel]` in `x`'s dtype.
 pub(crate) fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[usize], pad: &[usize], dilation: &[usize], groups: usize) -> Result<Tensor> {
     let c = compute_dtype(x.dtype());
-    let (xc, gc) = (x.to_dtype(c).contiguous(), g.to_dtype(c).contiguous());
+    let (xc, gc) = (x.to_dtype(c)?.contiguous()?, g.to_dtype(c)?.contiguous()?);
     let geom = Geom {
         input: to3(&x.shape()[2..], 1),
         output: to3(&g.shape()[2..], 1),
@@ -33,7 +33,7 @@ pub(crate) fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[us
     } else {
         accumulate::<f32>(&xc, &gc, &geom, groups, &out);
     }
-    Ok(out.to_dtype(x.dtype()))
+    Ok(out.to_dtype(x.dtype())?)
 }
 
 /// The operands of one weight gradient, as raw pointers shared by the threads.

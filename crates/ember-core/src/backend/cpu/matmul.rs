@@ -64,7 +64,7 @@ pub fn bmm(a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) -> Result<()>
         _ => None,
     };
     if let Some(wide) = wide {
-        let r = crate::ops::matmul::bmm_fresh(&a.to_dtype(wide), &b.to_dtype(wide))?;
+        let r = crate::ops::matmul::bmm_fresh(&a.to_dtype(wide)?, &b.to_dtype(wide)?)?;
         if accumulate {
             let sum = crate::ops::binary::binary(crate::ops::binary::BinaryOp::Add, crate::ops::binary::Operand::Tensor(out), crate::ops::binary::Operand::Tensor(&r))?;
             out.copy_(&sum)?;

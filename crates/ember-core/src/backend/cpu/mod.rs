@@ -7,13 +7,17 @@ pub(crate) mod conv_small;
 pub(crate) mod conv_weight_grad;
 pub(crate) mod fft_plan;
 pub mod half;
+pub mod index;
 pub mod map;
 pub mod math;
 pub mod nhwc;
+pub mod norm;
 pub(crate) mod pool_simd;
 pub(crate) mod sum_simd;
 pub mod matmul;
 pub mod reduce;
+pub mod scan;
+pub mod sort;
 pub mod unary;
 
 use super::Backend;
@@ -22,9 +26,12 @@ use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
+use crate::ops::index::Reduce;
 use crate::backend::cpu::map::{for_each_indexed, ternary_into, unary_into, Ptr};
 use crate::ops::random::Distribution;
 use crate::ops::reduce::ReduceOp;
+use crate::ops::scan::ScanOp;
+use crate::ops::sort::{Interpolation, Statistic};
 use crate::ops::unary::UnaryOp;
 use crate::parallel::{for_range, GRAIN};
 use crate::storage::{CpuStorage, Storage};
@@ -99,8 +106,7 @@ impl Backend for Cpu {
     }
 
     fn reduce(&self, op: ReduceOp, x: &Tensor, mask: &[bool], out: &Tensor) -> Result<()> {
-        reduce::reduce(op, x, mask, out);
-        Ok(())
+        reduce::reduce(op, x, mask, out)
     }
 
     fn arg_reduce(&self, x: &Tensor, dim: usize, max: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
@@ -119,6 +125,89 @@ impl Backend for Cpu {
                 unsafe { *p.at(i as isize) = dist.sample(key, base, i) };
             }
         });
+        Ok(())
+    }
+
+    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], wrap: bool, out: &Tensor) -> Result<()> {
+        index::index(x, indices, wrap, out)
+    }
+
+    fn index_put(&self, x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
+        index::index_put(x, indices, values, accumulate, wrap)
+    }
+
+    fn gather(&self, x: &Tensor, dim: usize, index: &Tensor, out: &Tensor) -> Result<()> {
+        index::gather(x, dim, index, out)
+    }
+
+    fn scatter(&self, x: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+        index::scatter(x, dim, index, src, op, include_self)
+    }
+
+    fn nonzero(&self, x: &Tensor) -> Result<Tensor> {
+        index::nonzero(x)
+    }
+
+    fn masked_select(&self, x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        index::masked_select(x, mask)
+    }
+
+    fn tri(&self, x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
+        index::tri(x, diagonal, upper, out)
+    }
+
+    fn softmax(&self, x: &Tensor, dim: usize, log: bool, out: &Tensor) -> Result<()> {
+        norm::softmax(x, dim, log, out)
+    }
+
+    fn layer_norm(&self, x: &Tensor, n: usize, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, out: &Tensor) -> Result<()> {
+        norm::layer_norm(x, n, weight, bias, eps, out)
+    }
+
+    fn row_moments(&self, x: &Tensor, rows: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+        Ok(norm::row_moments(x, rows))
+    }
+
+    fn affine_rows(&self, x: &Tensor, scale: &[f64], shift: &[f64], out: &Tensor) -> Result<()> {
+        norm::affine(x, scale, shift, out);
+        Ok(())
+    }
+
+    fn sort(&self, x: &Tensor, dim: usize, descending: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
+        sort::sort(x, dim, descending, values, indices);
+        Ok(())
+    }
+
+    fn topk(&self, x: &Tensor, k: usize, dim: usize, largest: bool, sorted: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
+        sort::topk(x, k, dim, largest, sorted, values, indices);
+        Ok(())
+    }
+
+    fn select(&self, x: &Tensor, dim: usize, stat: Statistic, values: &Tensor, indices: &Tensor) -> Result<()> {
+        sort::select(x, dim, stat, values, indices);
+        Ok(())
+    }
+
+    fn quantile(&self, x: &Tensor, dim: usize, q: &[f64], interpolation: Interpolation, ignore_nan: bool, out: &Tensor) -> Result<()> {
+        sort::quantile(x, dim, q, interpolation, ignore_nan, out);
+        Ok(())
+    }
+
+    fn unique(&self, x: &Tensor, dim: Option<usize>, consecutive: bool, with_inverse: bool) -> Result<(Tensor, Option<Tensor>, Tensor)> {
+        sort::unique(x, dim, consecutive, with_inverse)
+    }
+
+    fn searchsorted(&self, seq: &Tensor, x: &Tensor, right: bool, sorter: Option<&Tensor>, out: &Tensor) -> Result<()> {
+        sort::searchsorted(seq, x, right, sorter, out)
+    }
+
+    fn scan(&self, op: ScanOp, x: &Tensor, dim: usize, out: &Tensor) -> Result<()> {
+        scan::scan(op, x, dim, out);
+        Ok(())
+    }
+
+    fn cum_extreme(&self, x: &Tensor, dim: usize, max: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
+        scan::cum_extreme(x, dim, max, values, indices);
         Ok(())
     }
 }

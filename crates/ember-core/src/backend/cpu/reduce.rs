@@ -14,7 +14,7 @@ use crate::with_dtype;
 use half::{bf16, f16};
 
 /// `out` = `op` over the dims `mask` marks (`out` has the kept dims, in order, or keeps them as 1s).
-pub fn reduce(op: ReduceOp, x: &Tensor, mask: &[bool], out: &Tensor) {
+pub fn reduce(op: ReduceOp, x: &Tensor, mask: &[bool], out: &Tensor) -> Result<()> {
     let (d, out_dtype) = (x.dtype(), out.dtype());
     macro_rules! go {
         ($T:ty, $A:ty, $O:ty, $init:expr, $load:expr, $step:expr, $finish:expr) => {
@@ -216,19 +216,19 @@ pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
     step: impl Fn(A, A) -> A + Sync,
     finish: impl Fn(A, usize) -> O + Sync,
     run: Option<Run<T, A>>,
-) {
+) -> Result<()> {
     let (kept, red): (Vec<usize>, Vec<usize>) = (0..x.ndim()).partition(|&d| !mask[d]);
     let red_shape: Vec<usize> = red.iter().map(|&d| x.shape()[d]).collect();
     let count: usize = red_shape.iter().product();
     let outputs = out.numel();
     let po = Ptr(out.data_ptr::<O>());
     if outputs == 0 {
-        return;
+        return Ok(());
     }
     if outputs == 1 && x.numel() >= 2 * GRAIN {
         // One output: fold pieces of the flat data on every thread, then fold the partials in
         // piece order, so the result does not depend on which thread finished first.
-        let xc = x.contiguous();
+        let xc = x.contiguous()?;
         let px = Ptr(xc.data_ptr::<T>());
         let partials = std::sync::Mutex::new(Vec::new());
         for_range(count, GRAIN, |s, e| {
@@ -239,7 +239,7 @@ pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
         partials.sort_unstable_by_key(|p| p.0);
         let total = partials.into_iter().map(|p| p.1).fold(init, &step);
         unsafe { *po.at(0) = finish(total, count) };
-        return;
+        return Ok(());
     }
     let red_strides: Vec<isize> = red.iter().map(|&d| x.strides()[d]).collect();
     let red_plan = Plan::new(&red_shape, [&red_strides]);
@@ -248,18 +248,20 @@ pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
     let px = Ptr(x.data_ptr::<T>());
     if kept_strides.last() == Some(&1) && red_plan.inner_strides()[0] != 1 && count > 0 {
         let cols = Columns { shape: &kept_shape, strides: &kept_strides, red_plan: &red_plan, count };
-        return cols.fold(px, po, init, &load, &step, &finish);
+        cols.fold(px, po, init, &load, &step, &finish);
+        return Ok(());
     }
     let grain = (GRAIN / count.max(1)).max(1);
     // Rows of a contiguous tensor reduced over its trailing dims: a row takes a fraction of a
     // microsecond, so it goes straight to the kernel, without the general walk below.
     let trailing = mask.iter().skip_while(|&&m| !m).all(|&m| m);
     if let Some(run) = run.filter(|_| trailing && x.is_contiguous() && count > 0) {
-        return for_range(outputs, grain, |start, end| unsafe {
+        for_range(outputs, grain, |start, end| unsafe {
             for o in start..end {
                 *po.at(o as isize) = finish(step(init, run(px.at((o * count) as isize), count)), count);
             }
         });
+        return Ok(());
     }
     for_range(outputs, grain, |start, end| {
         let mut idx = unravel(start, &kept_shape);
@@ -281,6 +283,7 @@ pub(crate) fn fold<T: Element, A: Copy + Send + Sync, O: Element>(
             }
         }
     });
+    Ok(())
 }
 
 /// A reduction over outer dims whose innermost kept dim is contiguous (`sum(dim=0)` of a

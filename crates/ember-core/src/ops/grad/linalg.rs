@@ -216,7 +216,7 @@ pub(crate) fn record_eig(a: &Tensor, w: &Tensor, v: &Tensor) -> Result<()> {
 /// For each row `r` of `A`, the row of the packed LU factor that holds it (the inverse of the
 /// row order LAPACK's 1-based successive swaps `pivots` produce), as `[*, n, n]` gather indices.
 fn rows_in_lu(pivots: &Tensor, n: usize) -> Result<Tensor> {
-    let swaps = pivots.contiguous().to_dtype(crate::DType::I64).to_vec::<i64>()?;
+    let swaps = pivots.contiguous()?.to_dtype(crate::DType::I64)?.to_vec::<i64>()?;
     let k = pivots.shape().last().copied().unwrap_or(0);
     let count = swaps.len().checked_div(k).unwrap_or(0); // no pivots: no matrices to permute
     let mut inverse = Vec::with_capacity(count * n * n);

@@ -68,7 +68,7 @@ pub(crate) fn keep(mask: &Tensor, g: &Tensor) -> Result<Tensor> {
         return where_(mask, Operand::Tensor(g), Operand::Scalar(Scalar::Float(0.0)));
     }
     let shape = crate::layout::broadcast_shapes(mask.shape(), g.shape())?;
-    let (m, v) = (mask.to_dtype(crate::DType::Bool).broadcast_to(&shape)?, g.broadcast_to(&shape)?);
+    let (m, v) = (mask.to_dtype(crate::DType::Bool)?.broadcast_to(&shape)?, g.broadcast_to(&shape)?);
     let out = Tensor::uninit_like(&shape, g.dtype(), g.device(), Some(g))?;
     crate::with_any_dtype!(g.dtype(), T, {
         let zero = <T as crate::Element>::from_f64(0.0);

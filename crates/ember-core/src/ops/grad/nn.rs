@@ -187,7 +187,7 @@ pub(crate) fn record_nll_loss(input: &Tensor, coef: Tensor, safe_target: Tensor,
 pub(crate) fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: Option<i64>, kernel: fn(&Tensor, &Tensor) -> Result<Tensor>) -> Result<Tensor> {
     let rows = weight.shape()[0];
     let dim = weight.shape()[1];
-    let flat = indices.to_dtype(crate::DType::I64).reshape(&[-1])?;
+    let flat = indices.to_dtype(crate::DType::I64)?.reshape(&[-1])?;
     // Positions of padding_idx take no gradient: they are redirected to nothing by a mask.
     let keep = padding_idx.map(|p| {
         let p = if p < 0 { p + rows as i64 } else { p };

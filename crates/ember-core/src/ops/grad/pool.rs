@@ -35,7 +35,7 @@ pub(crate) fn matrix_of(n_in: usize, dtype: crate::DType, op: impl Fn(&Tensor) -
     let basis = eye(n_in, n_in, dtype)?.reshape(&[n_in as i64, 1, n_in as i64])?;
     let out = op(&basis)?;
     let n_out = out.shape()[2] as i64;
-    out.reshape(&[n_in as i64, n_out])?.t()?.contiguous().reshape(&[n_out, n_in as i64])
+    out.reshape(&[n_in as i64, n_out])?.t()?.contiguous()?.reshape(&[n_out, n_in as i64])
 }
 
 /// Records `y = (M_1 ⊗ ... ⊗ M_k) x · factor` over the last `k = matrices.len()` dims.

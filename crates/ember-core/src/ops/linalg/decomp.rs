@@ -13,7 +13,7 @@ use faer::Mat;
 /// definite.
 pub fn cholesky_kernel(a: &Tensor) -> Result<(Tensor, Info)> {
     check_matrix("linalg.cholesky", a, true)?;
-    let a = Batch::new(a);
+    let a = Batch::new(a)?;
     let n = a.n;
     let out = Out::new(&a.lead, n, n, a.t.dtype())?;
     let mut info = Info::new(a.count);
@@ -81,7 +81,7 @@ pub fn qr_kernel(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     if !matches!(mode, "reduced" | "complete" | "r") {
         crate::bail!(Runtime, "qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'");
     }
-    let a = Batch::new(a);
+    let a = Batch::new(a)?;
     let (m, n, k) = (a.m, a.n, a.m.min(a.n));
     let rows_r = if mode == "complete" { m } else { k };
     let q = Out::new(&a.lead, if mode == "r" { 0 } else { m }, if mode == "complete" { m } else if mode == "r" { 0 } else { k }, a.t.dtype())?;

@@ -25,7 +25,7 @@ fn hermitian_from<T: Field>(a: MatRef<'_, T>, lower: bool) -> Mat<T> {
 /// `eigh`: eigenvalues `[*, n]` (real dtype) and, when `vectors`, eigenvectors `[*, n, n]`.
 pub fn eigh_kernel(a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Option<Tensor>, Info)> {
     check_matrix(if vectors { "linalg.eigh" } else { "linalg.eigvalsh" }, a, true)?;
-    let a = Batch::new(a);
+    let a = Batch::new(a)?;
     let n = a.n;
     let out = vectors.then(|| Out::new(&a.lead, n, n, a.t.dtype())).transpose()?;
     let mut values = vec![0.0f64; a.count * n];
@@ -56,7 +56,7 @@ pub fn eigh_kernel(a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Op
     });
     let mut shape = a.lead.clone();
     shape.push(n);
-    Ok((real_tensor(values, &shape, a.t.dtype().to_real()), out.map(|o| o.t), info))
+    Ok((real_tensor(values, &shape, a.t.dtype().to_real())?, out.map(|o| o.t), info))
 }
 
 pub const NO_CONVERGENCE: &str = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues.";
@@ -64,7 +64,7 @@ pub const NO_CONVERGENCE: &str = "The algorithm failed to converge because the i
 /// `eig`: complex eigenvalues `[*, n]` and unit-norm eigenvectors `[*, n, n]` (when `vectors`).
 pub fn eig_kernel(a: &Tensor, vectors: bool) -> Result<(Tensor, Option<Tensor>, Info)> {
     check_matrix(if vectors { "linalg.eig" } else { "linalg.eigvals" }, a, true)?;
-    let a = Batch::new(a);
+    let a = Batch::new(a)?;
     let n = a.n;
     let cdtype = a.t.dtype().to_complex();
     let mut values = vec![CDouble::new(0.0, 0.0); a.count * n];
@@ -91,9 +91,9 @@ pub fn eig_kernel(a: &Tensor, vectors: bool) -> Result<(Tensor, Option<Tensor>, 
     });
     let mut shape = a.lead.clone();
     shape.push(n);
-    let w = Tensor::from_vec(values, &shape)?.to_dtype(cdtype);
+    let w = Tensor::from_vec(values, &shape)?.to_dtype(cdtype)?;
     shape.push(n);
-    let v = if vectors { Some(Tensor::from_vec(vecs, &shape)?.to_dtype(cdtype)) } else { None };
+    let v = if vectors { Some(Tensor::from_vec(vecs, &shape)?.to_dtype(cdtype)?) } else { None };
     Ok((w, v, info))
 }
 

@@ -71,10 +71,10 @@ pub struct Batch {
 }
 
 impl Batch {
-    pub fn new(x: &Tensor) -> Batch {
+    pub fn new(x: &Tensor) -> Result<Batch> {
         let nd = x.ndim();
         let lead = x.shape()[..nd - 2].to_vec();
-        Batch { t: x.contiguous(), count: lead.iter().product(), m: x.shape()[nd - 2], n: x.shape()[nd - 1], lead }
+        Ok(Batch { t: x.contiguous()?, count: lead.iter().product(), m: x.shape()[nd - 2], n: x.shape()[nd - 1], lead })
     }
 
     /// Matrix `i` as a faer view.
@@ -160,6 +160,6 @@ pub fn stack(buf: &mut MemBuffer) -> &mut MemStack {
 }
 
 /// Real values (eigenvalues, singular values) gathered as f64, as a tensor of `dtype`.
-pub fn real_tensor(values: Vec<f64>, shape: &[usize], dtype: DType) -> Tensor {
-    Tensor::from_vec(values, shape).expect("shape matches").to_dtype(dtype)
+pub fn real_tensor(values: Vec<f64>, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    Tensor::from_vec(values, shape)?.to_dtype(dtype)
 }

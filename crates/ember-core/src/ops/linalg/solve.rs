@@ -116,7 +116,7 @@ fn flops(n: usize, k: usize) -> usize {
 /// `A X = B` for `A: [*, n, n]`, `B: [*, n, k]` (batch dims already broadcast to the same shape):
 /// `X` and the info (1-based zero pivot).
 pub fn solve_kernel(a: &Tensor, b: &Tensor) -> Result<(Tensor, Info)> {
-    let (a, b) = (Batch::new(a), Batch::new(b));
+    let (a, b) = (Batch::new(a)?, Batch::new(b)?);
     let out = Out::new(&b.lead, b.m, b.n, b.t.dtype())?;
     let mut info = Info::new(a.count);
     let codes = info.writer();
@@ -163,7 +163,7 @@ pub fn inv_message(code: i32) -> String {
 /// `det` (`log = false`) or `(sign, logabsdet)` of each matrix.
 pub fn det_kernel(a: &Tensor, log: bool) -> Result<(Tensor, Tensor)> {
     check_matrix(if log { "linalg.slogdet" } else { "linalg.det" }, a, true)?;
-    let a = Batch::new(a);
+    let a = Batch::new(a)?;
     let mut signs = vec![CDouble::new(0.0, 0.0); a.count];
     let mut logs = vec![0.0f64; a.count];
     let (ps, pl) = (crate::backend::cpu::map::Ptr(signs.as_mut_ptr()), crate::backend::cpu::map::Ptr(logs.as_mut_ptr()));
@@ -179,14 +179,14 @@ pub fn det_kernel(a: &Tensor, log: bool) -> Result<(Tensor, Tensor)> {
         })
     });
     let dtype = a.t.dtype();
-    let first = Tensor::from_vec(signs, &a.lead)?.to_dtype(if dtype.is_complex() { dtype } else { DType::F64 }).to_dtype(dtype);
-    Ok((first, Tensor::from_vec(logs, &a.lead)?.to_dtype(dtype.to_real())))
+    let first = Tensor::from_vec(signs, &a.lead)?.to_dtype(if dtype.is_complex() { dtype } else { DType::F64 })?.to_dtype(dtype)?;
+    Ok((first, Tensor::from_vec(logs, &a.lead)?.to_dtype(dtype.to_real())?))
 }
 
 /// `lu_factor`: packed LU factors and 1-based int32 pivots (LAPACK's convention), and the info.
 pub fn lu_factor_kernel(a: &Tensor) -> Result<(Tensor, Tensor, Info)> {
     check_matrix("torch.linalg.lu_factor", a, false)?;
-    let a = Batch::new(a);
+    let a = Batch::new(a)?;
     let k = a.m.min(a.n);
     let out = Out::new(&a.lead, a.m, a.n, a.t.dtype())?;
     let mut pivots = vec![0i32; a.count * k];
@@ -227,7 +227,7 @@ fn transpositions(perm: &[usize], k: usize) -> Vec<usize> {
 /// Solves `op(A) X = B` for triangular `A` (`upper`, unit diagonal when `unit`); `B: [*, n, k]`
 /// with batch dims matching `A`'s.
 pub fn solve_triangular_kernel(a: &Tensor, b: &Tensor, upper: bool, unit: bool) -> Result<Tensor> {
-    let (a, b) = (Batch::new(a), Batch::new(b));
+    let (a, b) = (Batch::new(a)?, Batch::new(b)?);
     let out = Out::new(&b.lead, b.m, b.n, b.t.dtype())?;
     with_field!(a.t.dtype(), T, {
         each(a.count, a.n * a.n * b.n, |i, par| unsafe {

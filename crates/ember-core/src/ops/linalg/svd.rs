@@ -12,7 +12,7 @@ use faer::Mat;
 /// `(U, S, Vh)` (`U`, `Vh` only when `vectors`; `m×m`, `n×n` when `full`, else `m×k`, `k×n`).
 pub fn svd_kernel(a: &Tensor, full: bool, vectors: bool) -> Result<(Option<Tensor>, Tensor, Option<Tensor>, Info)> {
     check_matrix(if vectors { "linalg.svd" } else { "linalg.svdvals" }, a, false)?;
-    let a = Batch::new(a);
+    let a = Batch::new(a)?;
     let (m, n, k) = (a.m, a.n, a.m.min(a.n));
     let (ucols, vrows) = if full { (m, n) } else { (k, k) };
     let u = vectors.then(|| Out::new(&a.lead, m, ucols, a.t.dtype())).transpose()?;
@@ -50,7 +50,7 @@ pub fn svd_kernel(a: &Tensor, full: bool, vectors: bool) -> Result<(Option<Tenso
     });
     let mut shape = a.lead.clone();
     shape.push(k);
-    Ok((u.map(|o| o.t), real_tensor(values, &shape, a.t.dtype().to_real()), vh.map(|o| o.t), info))
+    Ok((u.map(|o| o.t), real_tensor(values, &shape, a.t.dtype().to_real())?, vh.map(|o| o.t), info))
 }
 
 pub const SVD_NO_CONVERGENCE: &str = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values.";

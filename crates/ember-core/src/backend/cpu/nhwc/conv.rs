@@ -81,7 +81,7 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize,
     let depthwise = groups == c && k == c;
     // [K, kh, kw, C/groups]: a view when the weight is itself channels-last. Depthwise taps
     // are read as [kh, kw, C] rows instead.
-    let w = if depthwise { weight.reshape(&[k as i64, -1]).and_then(|w| w.t()) } else { weight.permute(&[0, 2, 3, 1]) }.expect("a 4-d weight").contiguous();
+    let w = if depthwise { weight.reshape(&[k as i64, -1]).and_then(|w| w.t()) } else { weight.permute(&[0, 2, 3, 1]) }.expect("a 4-d weight").contiguous()?;
     let (xs, os) = (nhwc_view(x), nhwc_view(&out));
     if x.dtype() == DType::BF16 {
         run_bf16(&xs, &w, bias, &os, groups, g);

@@ -58,12 +58,11 @@ pub fn is_channels_last(t: &Tensor) -> bool {
 }
 
 /// A copy of a 4-d tensor in channels-last memory, or the tensor itself when it already is.
-pub fn to_channels_last(t: &Tensor) -> Tensor {
+pub fn to_channels_last(t: &Tensor) -> Result<Tensor> {
     if is_channels_last_contiguous(t) {
-        return t.clone();
+        return Ok(t.clone());
     }
-    let nhwc = t.permute(&[0, 2, 3, 1]).expect("a 4-d tensor").contiguous();
-    nhwc.permute(&[0, 3, 1, 2]).expect("a 4-d tensor")
+    t.permute(&[0, 2, 3, 1])?.contiguous()?.permute(&[0, 3, 1, 2])
 }
 
 /// The `[N, H, W, C]` memory of a channels-last tensor, as a contiguous tensor (a view).
@@ -109,9 +108,9 @@ mod tests {
         let x = nhwc([2, 4, 5, 6]);
         let w = Tensor::from_vec((0..4 * 2 * 9).map(|v| (v % 5) as f32 - 2.0).collect(), &[4, 2, 3, 3]).unwrap();
         let got = conv(&x, &w, None, &[2], ConvPadding::Explicit(&[1]), &[1], 2, 2).unwrap();
-        let want = conv(&x.contiguous(), &w, None, &[2], ConvPadding::Explicit(&[1]), &[1], 2, 2).unwrap();
+        let want = conv(&x.contiguous().unwrap(), &w, None, &[2], ConvPadding::Explicit(&[1]), &[1], 2, 2).unwrap();
         assert!(is_channels_last(&got) && !is_channels_last(&want));
-        assert_eq!(got.contiguous().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+        assert_eq!(got.contiguous().unwrap().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
     }
 
     /// The direct AVX-512 kernel's shapes (16+ channels, no groups, output rows 14+ wide):
@@ -131,12 +130,12 @@ mod tests {
         ];
         for (xs, ws, stride, padding, dilation) in cases {
             let x = nhwc(xs);
-            let w = nhwc(ws).contiguous();
+            let w = nhwc(ws).contiguous().unwrap();
             let bias = Tensor::from_vec((0..ws[0]).map(|v| v as f32 * 0.25).collect(), &[ws[0]]).unwrap();
             let got = conv(&x, &w, Some(&bias), stride, padding, dilation, 1, 2).unwrap();
-            let want = conv(&x.contiguous(), &w, Some(&bias), stride, padding, dilation, 1, 2).unwrap();
+            let want = conv(&x.contiguous().unwrap(), &w, Some(&bias), stride, padding, dilation, 1, 2).unwrap();
             assert!(is_channels_last(&got), "{xs:?} {ws:?}");
-            let (got, want) = (got.contiguous().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+            let (got, want) = (got.contiguous().unwrap().to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
             assert_eq!(got.len(), want.len());
             for (i, (a, b)) in got.iter().zip(&want).enumerate() {
                 assert!((a - b).abs() <= 1e-3 * b.abs().max(1.0), "{xs:?} {ws:?} [{i}]: {a} vs {b}");

@@ -4,7 +4,7 @@
 //! same result whichever thread finishes first).
 use super::{nhwc_view, uninit_channels_last};
 use crate::dtype::{DType, Element};
-use crate::ops::nn::Stored;
+use crate::backend::cpu::norm::Stored;
 use half::{bf16, f16};
 use crate::backend::cpu::map::Ptr;
 use crate::parallel::{for_range, GRAIN};

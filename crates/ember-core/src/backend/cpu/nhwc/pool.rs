@@ -7,15 +7,15 @@ use crate::backend::cpu::map::Ptr;
 use crate::ops::pool::{Axis, Divisor};
 use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
-use crate::ops::nn::Stored;
+use crate::backend::cpu::norm::Stored;
 use half::{bf16, f16};
 use num_traits::Float;
 
 /// The input in its compute dtype as `[N, H, W, C]` memory, and the output shape.
-fn prepare(input: &Tensor, ah: &Axis, aw: &Axis) -> (Tensor, [usize; 4]) {
-    let x = nhwc_view(&input.to_dtype(compute_dtype(input.dtype()))).contiguous();
+fn prepare(input: &Tensor, ah: &Axis, aw: &Axis) -> crate::error::Result<(Tensor, [usize; 4])> {
+    let x = nhwc_view(&input.to_dtype(compute_dtype(input.dtype()))?).contiguous()?;
     let s = input.shape();
-    (x, [s[0], s[1], ah.len(), aw.len()])
+    Ok((x, [s[0], s[1], ah.len(), aw.len()]))
 }
 
 /// Calls `f(position)` for every output position `(image, y, x)`, in parallel.
@@ -28,7 +28,7 @@ fn for_positions(count: usize, per_position: usize, f: impl Fn(usize) + Sync) {
 /// as in the NCHW kernel (first maximum; a NaN wins). Half types are compared in float32 where
 /// they lie (widening is exact, so the maximum is one of the inputs, stored back unchanged).
 pub(crate) fn max_pool2d(input: &Tensor, ah: &Axis, aw: &Axis) -> crate::error::Result<(Tensor, Tensor)> {
-    let x = nhwc_view(input).contiguous();
+    let x = nhwc_view(input).contiguous()?;
     let s = input.shape();
     let shape = [s[0], s[1], ah.len(), aw.len()];
     let out = uninit_channels_last(shape, x.dtype())?;
@@ -121,14 +121,14 @@ unsafe fn max_positions<T: Stored>(job: &MaxJob<T>, positions: std::ops::Range<u
 /// Average pooling of a channels-last `input` over the windows of axes (H, W), each window's sum
 /// divided as `divisor` says; the result is channels-last.
 pub(crate) fn mean_pool2d(input: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor) -> crate::error::Result<Tensor> {
-    let (x, shape) = prepare(input, ah, aw);
+    let (x, shape) = prepare(input, ah, aw)?;
     let out = uninit_channels_last(shape, x.dtype())?;
     if x.dtype() == DType::F64 {
         mean_kernel::<f64>(&x, ah, aw, divisor, &nhwc_view(&out));
     } else {
         mean_kernel::<f32>(&x, ah, aw, divisor, &nhwc_view(&out));
     }
-    Ok(out.to_dtype(input.dtype()))
+    Ok(out.to_dtype(input.dtype())?)
 }
 
 fn mean_kernel<T: Element + Float>(x: &Tensor, ah: &Axis, aw: &Axis, divisor: Divisor, out: &Tensor) {
