@@ -153,6 +153,30 @@ def test_a_checkpoint_with_a_huge_memo_index_loads_in_little_memory():
     assert (r.returncode, r.stdout) == (0, "{}\n"), r.stderr[-2000:]
 
 
+HUGE_BYTEARRAY = textwrap.dedent(
+    """
+    import io, pickle, resource, struct, zipfile
+    import ember
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:  # a BYTEARRAY8 that claims 6.8 GB and holds 3 bytes
+        z.writestr("archive/data.pkl", b"\\x80\\x05" + pickle.BYTEARRAY8 + struct.pack("<Q", 6817606733) + b"abc.")
+    buf.seek(0)
+    try:
+        ember.load(buf)
+    except pickle.UnpicklingError as e:
+        print(e)
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is Linux's")
+def test_a_checkpoint_declaring_a_huge_bytearray_is_refused_without_allocating_it():
+    # Found by atheris (`make fuzz`): pickle's own BYTEARRAY8 allocates the declared length first.
+    r = subprocess.run([sys.executable, "-c", HUGE_BYTEARRAY], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "BYTEARRAY8 declares 6817606733 bytes, but the stream holds only 4" in r.stdout, r.stderr[-2000:]
+
+
 # ---- conv and pool geometry near 2**63: refused or right, never wrapped ----
 
 BIG = 2**62

@@ -92,6 +92,17 @@ class _WeightsOnlyUnpickler(_Rules, pickle._Unpickler):
 
     dispatch[pickle.BUILD[0]] = load_build
 
+    def load_bytearray8(self):
+        # pickle's own allocates the declared length before reading: 24 crafted bytes would
+        # claim gigabytes. Reading first allocates only what the stream holds.
+        (size,) = struct.unpack("<Q", self.read(8))
+        data = self.read(size)
+        if len(data) != size:
+            raise pickle.UnpicklingError(f"BYTEARRAY8 declares {size} bytes, but the stream holds only {len(data)}")
+        self.append(bytearray(data))
+
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+
 
 def _unpickler(file, source, persistent_load, weights_only, **kwargs):
     return (_WeightsOnlyUnpickler if weights_only else _Unpickler)(file, source, persistent_load, weights_only, **kwargs)
