@@ -23,8 +23,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// CUDA device memory, freed in stream order when the last tensor using it goes.
 pub struct CudaStorage {
-    /// Owns the allocation (stream-ordered: `cuMemAllocAsync` / `cuMemFreeAsync` where the
-    /// device has memory pools, which every CUDA 12 device does).
+    /// Owns the allocation, which its Drop frees (stream-ordered: `cuMemAllocAsync` /
+    /// `cuMemFreeAsync` where the device has memory pools, which every CUDA 12 device does).
+    #[allow(dead_code)]
     memory: CudaSlice<u8>,
     /// `memory`'s address, which kernels take.
     ptr: sys::CUdeviceptr,
