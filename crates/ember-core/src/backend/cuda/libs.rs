@@ -108,7 +108,8 @@ pub fn require(lib: Lib) -> Result<()> {
                 Err(e) => last_error = e.to_string(),
             }
         }
-        Err(format!("none of {} could be loaded (last error: {last_error})", names.join(", ")))
+        let (first, last) = (names.first().cloned().unwrap_or_default(), names.last().cloned().unwrap_or_default());
+        Err(format!("none of the {} names cudarc looks for ({first} ... {last}) loads: {last_error}", names.len()))
     });
     match found {
         Ok(()) => Ok(()),
