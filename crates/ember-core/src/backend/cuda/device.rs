@@ -25,12 +25,18 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub struct CudaStorage {
     /// Owns the allocation, which its Drop frees (stream-ordered: `cuMemAllocAsync` /
     /// `cuMemFreeAsync` where the device has memory pools, which every CUDA 12 device does).
-    #[allow(dead_code)]
     memory: CudaSlice<u8>,
     /// `memory`'s address, which kernels take.
     ptr: sys::CUdeviceptr,
     bytes: usize,
     index: usize,
+}
+
+impl Drop for CudaStorage {
+    /// The last tensor may go on any thread: the free needs the device's context there.
+    fn drop(&mut self) {
+        let _ = self.memory.context().bind_to_thread();
+    }
 }
 
 impl CudaStorage {
