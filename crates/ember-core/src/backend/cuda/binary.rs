@@ -103,8 +103,8 @@ impl Arg {
                 Arg {
                     ptr: 0,
                     layout: Strided::of(out)?,
-                    float: v.to_dtype(DType::F64).to_vec::<f64>()?[0],
-                    int: if compute.is_float() { 0 } else { v.to_dtype(DType::I64).to_vec::<i64>()?[0] },
+                    float: v.to_dtype(DType::F64)?.to_vec::<f64>()?[0],
+                    int: if compute.is_float() { 0 } else { v.to_dtype(DType::I64)?.to_vec::<i64>()?[0] },
                 }
             }
         })
