@@ -1,4 +1,5 @@
-"""Devices in the Python API: parsing, availability, `.to()` and friends, on a CPU-only build."""
+"""Devices in the Python API: parsing, availability, `.to()` and friends, on a machine without a
+GPU (tests/test_cuda.py runs where there is one)."""
 import pickle
 
 import numpy as np
@@ -6,6 +7,8 @@ import pytest
 
 import ember
 from ember import nn
+
+pytestmark = pytest.mark.skipif(ember.cuda.is_available(), reason="checks how a machine without a GPU answers")
 
 
 def test_device_strings_parse_as_pytorch():
@@ -31,10 +34,10 @@ def test_device_strings_parse_as_pytorch():
 def test_cuda_queries_answer_without_raising():
     assert ember.cuda.is_available() is False
     assert ember.cuda.device_count() == 0
-    assert ember.backends.cuda.is_built() is False
+    assert ember.backends.cuda.is_built() is True
     assert ember.backends.mps.is_available() is False
     ember.cuda.manual_seed_all(0)  # ignored without CUDA, as in PyTorch
-    with pytest.raises(RuntimeError, match="no CUDA backend"):
+    with pytest.raises(RuntimeError, match="cuda:0 is not available"):
         ember.cuda.current_device()
 
 
@@ -55,8 +58,9 @@ def test_cuda_queries_answer_without_raising():
     lambda: nn.Linear(2, 2).cuda(),
     lambda: nn.Linear(2, 2).to("cuda:0"),
 ])
-def test_a_device_without_a_backend_is_refused_naming_it(make):
-    with pytest.raises(RuntimeError, match=r"cuda(:\d)? is not available: this build of Ember has no CUDA backend"):
+def test_a_device_without_a_gpu_is_refused_naming_what_is_missing(make):
+    # This machine has no NVIDIA driver: the error names the library that is not there.
+    with pytest.raises(RuntimeError, match=r"cuda:\d is not available: cannot load the CUDA driver library \(libcuda\)"):
         make()
 
 
@@ -101,7 +105,7 @@ def test_checkpoints_map_to_the_cpu_and_refuse_missing_devices(tmp_path):
     path = tmp_path / "w.pt"
     ember.save({"w": ember.ones(2)}, path)
     assert ember.load(path, map_location=ember.device("cpu"))["w"].device == "cpu"
-    with pytest.raises(RuntimeError, match="no CUDA backend"):
+    with pytest.raises(RuntimeError, match="cuda:0 is not available"):
         ember.load(path, map_location="cuda:0")
 
 

@@ -205,8 +205,8 @@ impl Drop for CpuStorage {
     }
 }
 
-/// CUDA device memory; uninhabited until the CUDA backend is built.
-pub enum CudaStorage {}
+/// CUDA device memory: the CUDA backend's, or uninhabited in a build without it.
+pub use crate::backend::cuda::CudaStorage;
 /// Metal buffer; uninhabited until the Metal backend is built.
 pub enum MetalStorage {}
 
@@ -229,7 +229,7 @@ impl Storage {
     pub fn device(&self) -> Device {
         match self {
             Storage::Cpu(_) => Device::Cpu,
-            Storage::Cuda(s) => match *s {},
+            Storage::Cuda(s) => s.device(),
             Storage::Metal(s) => match *s {},
             Storage::Ext(s) => s.device,
         }
@@ -238,7 +238,7 @@ impl Storage {
     pub fn bytes(&self) -> usize {
         match self {
             Storage::Cpu(s) => s.bytes(),
-            Storage::Cuda(s) => match *s {},
+            Storage::Cuda(s) => s.bytes(),
             Storage::Metal(s) => match *s {},
             Storage::Ext(s) => s.bytes,
         }
@@ -251,7 +251,7 @@ impl Storage {
     pub fn cpu(&self) -> &CpuStorage {
         match self {
             Storage::Cpu(s) => s,
-            Storage::Cuda(s) => match *s {},
+            Storage::Cuda(s) => panic!("a CPU kernel was given memory of {}: its backend must serve the op", s.device()),
             Storage::Metal(s) => match *s {},
             Storage::Ext(s) => panic!("a CPU kernel was given memory of {}: its backend must serve the op", s.device),
         }

@@ -2,8 +2,9 @@
 
 `matmul.allow_tf32` is the float32 matmul precision under another name, as in PyTorch 1.12:
 setting it True is `ember.set_float32_matmul_precision("high")`, False is "highest". The other
-flags are recorded for the CUDA backend; this build has none, so `is_built()` is False.
+flags are recorded for the CUDA backend.
 """
+from ember import _C
 
 
 class _Matmul:
@@ -25,5 +26,5 @@ matmul = _Matmul()
 
 
 def is_built():
-    """Whether this build of Ember has CUDA support."""
-    return False
+    """Whether this build of Ember has CUDA support (whether or not this machine has a GPU)."""
+    return _C._cuda_build()[0]

@@ -14,6 +14,7 @@
 //! normalisation, sorting and scans. The other families (conv/pool, fft, linalg) still call the
 //! CPU kernels from `ops/` and run on CPU tensors only.
 pub mod cpu;
+pub mod cuda;
 
 use crate::bail;
 use crate::device::Device;
@@ -224,7 +225,7 @@ pub fn of(device: Device) -> Result<&'static dyn Backend> {
             Some(b) => Ok(b.as_ref()),
             None => bail!(Runtime, "no backend is registered for device {device}"),
         },
-        Device::Cuda(_) => bail!(Runtime, "device {device} is not available: this build of Ember has no CUDA backend"),
+        Device::Cuda(index) => cuda::backend(index),
         Device::Metal(_) => bail!(Runtime, "device {device} is not available: this build of Ember has no Metal (mps) backend"),
     }
 }

@@ -1,0 +1,15 @@
+// Strided copy with a dtype cast: `dst[i] = cast(src[i])`, `copy_<src>_<dst>`.
+template <class I, class O>
+__device__ void copy_strided(const I* src, Strided s, O* dst, Strided d, i64 n) {
+    FOR_EACH_ELEMENT(i, n) dst[at(d, i)] = cast<O>(src[at(s, i)]);
+}
+
+#define COPY(TI, NI, TO, NO) \
+    extern "C" __global__ void copy_##NI##_##NO(const TI* src, Strided s, TO* dst, Strided d, i64 n) { \
+        copy_strided(src, s, dst, d, n); \
+    }
+#define COPY_FROM(TI, NI) \
+    COPY(TI, NI, bool, bool) COPY(TI, NI, u8, u8) COPY(TI, NI, i8, i8) COPY(TI, NI, i16, i16) \
+    COPY(TI, NI, i32, i32) COPY(TI, NI, i64, i64) COPY(TI, NI, f16, f16) COPY(TI, NI, bf16, bf16) \
+    COPY(TI, NI, float, f32) COPY(TI, NI, double, f64)
+FOR_EACH_DTYPE(COPY_FROM)
