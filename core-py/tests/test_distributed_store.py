@@ -222,7 +222,7 @@ def test_prefix_store_puts_keys_under_its_prefix():
 
 def test_a_python_store_needs_the_operations():
     class Partial(dist.Store):
-        pass
+        """A store that implements none of the operations."""
     with pytest.raises(NotImplementedError, match="Partial must implement set"):
         Partial().set("k", "v")
 

@@ -362,8 +362,9 @@ class _Server:
 
     def _serve(self, conn):
         with conn:
-            while self._answer(conn):
-                pass
+            answering = True
+            while answering:
+                answering = self._answer(conn)
         self._connections.remove(conn)
 
     def _answer(self, conn):
@@ -383,16 +384,12 @@ class _Server:
         return True
 
     def _close(self):
-        try:
+        with contextlib.suppress(OSError):  # already closed by the peer
             self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in its thread
-        except OSError:
-            pass
         self._listener.close()
         for conn in list(self._connections):
-            try:
+            with contextlib.suppress(OSError):  # already closed by the client
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 _REMOTE_ERRORS = {b"DistStoreError": DistStoreError, b"ValueError": ValueError, b"TypeError": TypeError}
@@ -607,14 +604,13 @@ def _leave_file_store(path, world_size):
     as a finalizer, maybe while this very thread holds the file's lock (a FileStore collected in
     the middle of another's operation): so it waits for the lock a little only, and otherwise
     leaves the file as it is."""
-    try:
+    # Gone already (another user removed it) or locked too long: the file stays as it is.
+    with contextlib.suppress(FileNotFoundError, TimeoutError):
         with _locked_table(path, create=False, patience=1.0) as table:
             done = table.add(_DONE_KEY, 1)
             users = table.add(_USERS_KEY, -1)
         if users == 0 and world_size >= 0 and done >= world_size:
             os.remove(path)
-    except (FileNotFoundError, TimeoutError):
-        pass
 
 
 class FileStore(Store):
