@@ -5,7 +5,7 @@
 //! indexing and sort, and leaves matrix products, scatter and scans out.
 use ember_core::backend::{self, cpu::Cpu, Backend};
 use ember_core::ops::binary::{binary, BinaryOp, Operand, Scalar};
-use ember_core::ops::index::{gather, index, scatter_, Reduce};
+use ember_core::ops::index::{gather, index, scatter_, IndexShape, Reduce};
 use ember_core::ops::matmul::matmul;
 use ember_core::ops::random::{self, Distribution, Generator};
 use ember_core::ops::reduce::{reduce, ReduceOp};
@@ -103,10 +103,10 @@ impl Backend for Fake {
         self.count("sort");
         Cpu.sort(&Self::host_view(x), dim, descending, &Self::host_view(values), &Self::host_view(indices))
     }
-    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], wrap: bool, out: &Tensor) -> ember_core::Result<()> {
+    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, wrap: bool, out: &Tensor) -> ember_core::Result<()> {
         self.count("index");
         let host: Vec<(usize, Tensor)> = indices.iter().map(|(d, i)| (*d, Self::host_view(i))).collect();
-        Cpu.index(&Self::host_view(x), &host, wrap, &Self::host_view(out))
+        Cpu.index(&Self::host_view(x), &host, shape, wrap, &Self::host_view(out))
     }
 }
 

@@ -21,7 +21,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
-use crate::ops::index::Reduce;
+use crate::ops::index::{IndexShape, Reduce};
 use crate::ops::random::Distribution;
 use crate::ops::scan::ScanOp;
 use crate::ops::sort::{Interpolation, Statistic};
@@ -101,13 +101,13 @@ pub trait Backend: Send + Sync {
     // dimension d with size n"), negatives wrapped where `wrap` says so (advanced indexing, which
     // also checks nothing when another dim is empty and no element moves).
     /// `out = x[indices]`: NumPy advanced indexing by `(dim, index)` pairs on increasing dims;
-    /// `out` has the shape [`IndexShape`](crate::ops::index::IndexShape) gives.
-    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], wrap: bool, out: &Tensor) -> Result<()> {
+    /// `out` has `shape.out_shape`.
+    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, wrap: bool, out: &Tensor) -> Result<()> {
         unsupported("index.Tensor", self.name(), x.dtype())
     }
     /// `x[indices] = values`, or `+=` in index order with `accumulate`; `values` has `x`'s dtype
-    /// and the indexing result's shape.
-    fn index_put(&self, x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
+    /// and `shape.out_shape`.
+    fn index_put(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
         unsupported("index_put_", self.name(), x.dtype())
     }
     /// `out[..j..] = x[..index[..j..]..]` along `dim`; int64 `index` has `out`'s shape.
@@ -238,6 +238,14 @@ pub fn common_device(tensors: &[&Tensor]) -> Result<Device> {
         check_on(device, t)?;
     }
     Ok(device)
+}
+
+/// The backend of `x`'s device, with every other operand checked to be there too.
+pub fn serving<'a>(x: &Tensor, others: impl IntoIterator<Item = &'a Tensor>) -> Result<&'static dyn Backend> {
+    for t in others {
+        check_on(x.device(), t)?;
+    }
+    of(x.device())
 }
 
 /// Refuses `t` for an op running on `device` (see `common_device`).

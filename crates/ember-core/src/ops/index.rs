@@ -3,7 +3,7 @@
 //! (wrapping negatives where PyTorch wraps) as it runs the kernel.
 use super::binary::{binary, BinaryOp, Operand};
 use crate::autograd::{self, LinearFn};
-use crate::backend::{self, Backend};
+use crate::backend;
 use crate::bail;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -56,14 +56,6 @@ impl IndexShape {
     }
 }
 
-/// The backend of `x`'s device, with every other tensor checked to be there too.
-fn backend_for(x: &Tensor, others: &[&Tensor]) -> Result<&'static dyn Backend> {
-    for t in others {
-        backend::check_on(x.device(), t)?;
-    }
-    backend::of(x.device())
-}
-
 /// `x[indices]` for advanced indices `(dim, integer tensor)` on distinct increasing dims. Its
 /// derivative adds the gradient into zeros at the same indices.
 pub fn index(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<Tensor> {
@@ -87,10 +79,10 @@ fn index_with(x: &Tensor, indices: &[(usize, Tensor)], wrap: bool) -> Result<Ten
 }
 
 fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)], wrap: bool) -> Result<Tensor> {
-    let ind: Vec<&Tensor> = indices.iter().map(|(_, i)| i).collect();
-    let backend = backend_for(x, &ind)?;
-    let out = Tensor::empty_on(&IndexShape::new(x, indices)?.out_shape, x.dtype(), x.device())?;
-    backend.index(x, indices, wrap, &out)?;
+    let backend = backend::serving(x, indices.iter().map(|(_, i)| i))?;
+    let shape = IndexShape::new(x, indices)?;
+    let out = Tensor::empty_on(&shape.out_shape, x.dtype(), x.device())?;
+    backend.index(x, indices, &shape, wrap, &out)?;
     Ok(out)
 }
 
@@ -136,14 +128,13 @@ fn index_put_with(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accu
 }
 
 fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
-    let ind: Vec<&Tensor> = indices.iter().map(|(_, i)| i).chain([values]).collect();
-    let backend = backend_for(x, &ind)?;
-    let out_shape = IndexShape::new(x, indices)?.out_shape;
+    let backend = backend::serving(x, indices.iter().map(|(_, i)| i).chain([values]))?;
+    let shape = IndexShape::new(x, indices)?;
     let values = values.to_dtype(x.dtype())?;
-    let values = values.broadcast_to(&out_shape).map_err(|_| {
-        crate::error::Error::new(crate::ErrorKind::Runtime, format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", values.shape(), out_shape))
+    let values = values.broadcast_to(&shape.out_shape).map_err(|_| {
+        crate::error::Error::new(crate::ErrorKind::Runtime, format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", values.shape(), shape.out_shape))
     })?;
-    backend.index_put(x, indices, &values, accumulate, wrap)?;
+    backend.index_put(x, indices, &shape, &values, accumulate, wrap)?;
     x.bump_version();
     Ok(())
 }
@@ -226,7 +217,7 @@ fn scatter_zeros(g: &Tensor, dim: i64, index: &Tensor, shape: &[usize]) -> Resul
 fn gather_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = x.wrap_dim(dim)?;
     check_index_shape("gather", x, index, d, None)?;
-    let backend = backend_for(x, &[index])?;
+    let backend = backend::serving(x, [index])?;
     let out = Tensor::empty_on(index.shape(), x.dtype(), x.device())?;
     backend.gather(x, d, index, &out)?;
     Ok(out)
@@ -286,7 +277,7 @@ fn scatter_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce
     if src.ndim() != index.ndim() {
         bail!(Runtime, "Index tensor must have the same number of dimensions as src tensor ({} and {})", index.ndim(), src.ndim());
     }
-    let backend = backend_for(x, &[index, src])?;
+    let backend = backend::serving(x, [index, src])?;
     backend.scatter(x, d, index, &src.to_dtype(x.dtype())?, op, include_self)?;
     x.bump_version();
     Ok(())
@@ -412,7 +403,7 @@ fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -
     if value.ndim() != 0 {
         bail!(Runtime, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
     }
-    let backend = backend_for(out, &[x, mask, value])?;
+    let backend = backend::serving(out, [x, mask, value])?;
     let shape = out.shape();
     let (m, xb, v) = (mask.broadcast_to(shape)?, x.broadcast_to(shape)?, value.to_dtype(out.dtype())?.broadcast_to(shape)?);
     backend.where_(&m, &v, &xb, out)?;
@@ -457,7 +448,7 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
 }
 
 fn masked_select_kernel(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    let backend = backend_for(x, &[mask])?;
+    let backend = backend::serving(x, [mask])?;
     let shape = broadcast_shapes(x.shape(), mask.shape())?;
     backend.masked_select(&x.broadcast_to(&shape)?, &mask.broadcast_to(&shape)?)
 }
@@ -500,7 +491,7 @@ fn tri_kernel(x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()
     if x.ndim() < 2 {
         bail!(Runtime, "{}: input tensor must have at least 2 dimensions", if upper { "triu" } else { "tril" });
     }
-    backend_for(out, &[x])?.tri(x, diagonal, upper, out)?;
+    backend::serving(out, [x])?.tri(x, diagonal, upper, out)?;
     out.bump_version();
     Ok(())
 }

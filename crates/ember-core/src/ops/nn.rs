@@ -1,6 +1,6 @@
 //! Softmax family and normalisation layers: argument checks, statistics bookkeeping (running
 //! means, per-channel scale and shift) and autograd. The row kernels are the backend's.
-use crate::backend::{self, Backend};
+use crate::backend;
 use crate::bail;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -63,18 +63,10 @@ fn layer_norm_kernel(x: &Tensor, normalized_shape: &[usize], weight: Option<&Ten
         let star = shape_str(normalized_shape).replacen('[', "[*, ", 1);
         bail!(Runtime, "Given normalized_shape={}, expected input with shape {star}, but got input of size{}", shape_str(normalized_shape), shape_str(x.shape()));
     }
-    let backend = backend_for(x, weight, bias)?;
+    let backend = backend::serving(x, weight.into_iter().chain(bias))?;
     let out = Tensor::empty_on(x.shape(), x.dtype(), x.device())?;
     backend.layer_norm(x, normalized_shape.iter().product(), weight, bias, eps, &out)?;
     Ok(out)
-}
-
-/// The backend of `x`'s device, with the parameters checked to be there too.
-fn backend_for(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<&'static dyn Backend> {
-    for p in weight.iter().chain(bias.iter()) {
-        backend::check_on(x.device(), p)?;
-    }
-    backend::of(x.device())
 }
 
 // ---- group, batch and instance norm: per-row statistics, then a per-row affine map ----

@@ -140,22 +140,39 @@ fn offsets(x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, wrap: bo
     Ok(offsets)
 }
 
+/// Where an advanced index moves elements: each index position's offset into `x` and into
+/// `result` (the indexing result's layout: `out` of a get, `values` of a put), and the rest dims'
+/// shape and strides in `x` and in `result`.
+struct Moves {
+    x_offsets: Tensor,
+    result_offsets: Tensor,
+    rest_shape: Vec<usize>,
+    x_rest: Vec<isize>,
+    result_rest: Vec<isize>,
+}
+
+impl Moves {
+    fn new(x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, wrap: bool, result: &Tensor) -> Result<Moves> {
+        let x_offsets = offsets(x, indices, shape, wrap)?;
+        let work = result.permute(&shape.to_work)?;
+        let nb = x_offsets.ndim();
+        let result_offsets = layout_offsets(&work.shape()[..nb], &work.strides()[..nb])?;
+        let (rest_shape, x_rest) = shape.rest_of(x);
+        Ok(Moves { x_offsets, result_offsets, rest_shape, x_rest, result_rest: work.strides()[nb..].to_vec() })
+    }
+}
+
 /// `out = x[indices]` (see `Backend::index`).
-pub fn index(x: &Tensor, indices: &[(usize, Tensor)], wrap: bool, out: &Tensor) -> Result<()> {
-    let shape = IndexShape::new(x, indices)?;
-    let offsets = offsets(x, indices, &shape, wrap)?;
-    let work = out.permute(&shape.to_work)?;
-    let nb = offsets.ndim();
-    let out_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb])?;
-    let (rest_shape, rest_strides) = shape.rest_of(x);
+pub fn index(x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, wrap: bool, out: &Tensor) -> Result<()> {
+    let m = Moves::new(x, indices, shape, wrap, out)?;
     with_width!(x.dtype().size(), T, move_blocks::<T>(
         Ptr(out.byte_ptr() as *mut T),
-        &out_offs,
-        &work.strides()[nb..],
+        &m.result_offsets,
+        &m.result_rest,
         Ptr(x.byte_ptr() as *mut T),
-        &offsets,
-        &rest_strides,
-        &rest_shape,
+        &m.x_offsets,
+        &m.x_rest,
+        &m.rest_shape,
         false,
         |d, s| unsafe { *d = s },
     ));
@@ -163,17 +180,12 @@ pub fn index(x: &Tensor, indices: &[(usize, Tensor)], wrap: bool, out: &Tensor) 
 }
 
 /// `x[indices] = values` or `+=` (see `Backend::index_put`).
-pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
-    let shape = IndexShape::new(x, indices)?;
-    let offsets = offsets(x, indices, &shape, wrap)?;
-    let work = values.permute(&shape.to_work)?;
-    let nb = offsets.ndim();
-    let src_offs = layout_offsets(&work.shape()[..nb], &work.strides()[..nb])?;
-    let (rest_shape, rest_strides) = shape.rest_of(x);
+pub fn index_put(x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
+    let m = Moves::new(x, indices, shape, wrap, values)?;
     // Accumulation is ordered: two index positions may name one element.
     macro_rules! put {
         ($T:ty, $ordered:expr, $op:expr) => {
-            move_blocks::<$T>(Ptr(x.byte_ptr() as *mut $T), &offsets, &rest_strides, Ptr(values.byte_ptr() as *mut $T), &src_offs, &work.strides()[nb..], &rest_shape, $ordered, $op)
+            move_blocks::<$T>(Ptr(x.byte_ptr() as *mut $T), &m.x_offsets, &m.x_rest, Ptr(values.byte_ptr() as *mut $T), &m.result_offsets, &m.result_rest, &m.rest_shape, $ordered, $op)
         };
     }
     if accumulate && x.dtype().is_complex() {

@@ -26,7 +26,7 @@ use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
-use crate::ops::index::Reduce;
+use crate::ops::index::{IndexShape, Reduce};
 use crate::backend::cpu::map::{for_each_indexed, ternary_into, unary_into, Ptr};
 use crate::ops::random::Distribution;
 use crate::ops::reduce::ReduceOp;
@@ -128,12 +128,12 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], wrap: bool, out: &Tensor) -> Result<()> {
-        index::index(x, indices, wrap, out)
+    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, wrap: bool, out: &Tensor) -> Result<()> {
+        index::index(x, indices, shape, wrap, out)
     }
 
-    fn index_put(&self, x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
-        index::index_put(x, indices, values, accumulate, wrap)
+    fn index_put(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
+        index::index_put(x, indices, shape, values, accumulate, wrap)
     }
 
     fn gather(&self, x: &Tensor, dim: usize, index: &Tensor, out: &Tensor) -> Result<()> {
