@@ -22,6 +22,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::index::{IndexShape, Reduce};
+use crate::ops::pool::{Axis, Divisor};
 use crate::ops::random::Distribution;
 use crate::ops::scan::ScanOp;
 use crate::ops::sort::{Interpolation, Statistic};
@@ -154,6 +155,24 @@ pub trait Backend: Send + Sync {
     /// `out = x * scale[r] + shift[r]` for each row `r` of the contiguous `x` and `out`.
     fn affine_rows(&self, x: &Tensor, scale: &[f64], shift: &[f64], out: &Tensor) -> Result<()> {
         unsupported("native_batch_norm", self.name(), x.dtype())
+    }
+
+    // ---- pooling (float dtypes) over the last `dims` dims of `x`, whose D, H, W windows (unit
+    // axes in front for fewer dims) the op computed; results have `x`'s leading dims, then the
+    // window counts, in `x`'s dtype and a memory format of the backend's choosing ----
+    /// The maximum of each window and the flat index of its first maximum within the input
+    /// plane (NaN counts as the maximum), int64.
+    fn max_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3]) -> Result<(Tensor, Tensor)> {
+        unsupported(&format!("max_pool{dims}d_with_indices"), self.name(), x.dtype())
+    }
+    /// The mean of each window, its sum divided as `divisor` says.
+    fn mean_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3], divisor: Divisor) -> Result<Tensor> {
+        unsupported(&format!("avg_pool{dims}d"), self.name(), x.dtype())
+    }
+    /// A max pool's gradient: each row of `g` (`[planes, outputs]`) added at the positions its
+    /// row of `indices` names into a zeroed `[planes, inputs]` of `g`'s dtype.
+    fn max_pool_backward(&self, g: &Tensor, indices: &Tensor, inputs: usize) -> Result<Tensor> {
+        unsupported("max_pool2d_with_indices_backward", self.name(), g.dtype())
     }
 
     // ---- sorting and scans, along `dim` of a tensor of any strides (real dtypes; NaN sorts

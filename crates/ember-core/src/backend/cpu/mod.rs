@@ -12,7 +12,7 @@ pub mod map;
 pub mod math;
 pub mod nhwc;
 pub mod norm;
-pub(crate) mod pool_simd;
+pub mod pool;
 pub(crate) mod sum_simd;
 pub mod matmul;
 pub mod reduce;
@@ -27,6 +27,7 @@ use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::index::{IndexShape, Reduce};
+use crate::ops::pool::{Axis, Divisor};
 use crate::backend::cpu::map::{for_each_indexed, ternary_into, unary_into, Ptr};
 use crate::ops::random::Distribution;
 use crate::ops::reduce::ReduceOp;
@@ -209,6 +210,18 @@ impl Backend for Cpu {
     fn cum_extreme(&self, x: &Tensor, dim: usize, max: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
         scan::cum_extreme(x, dim, max, values, indices);
         Ok(())
+    }
+
+    fn max_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3]) -> Result<(Tensor, Tensor)> {
+        pool::max_pool(x, dims, windows)
+    }
+
+    fn mean_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3], divisor: Divisor) -> Result<Tensor> {
+        pool::mean_pool(x, dims, windows, divisor)
+    }
+
+    fn max_pool_backward(&self, g: &Tensor, indices: &Tensor, inputs: usize) -> Result<Tensor> {
+        pool::max_pool_backward(g, indices, inputs)
     }
 }
 

@@ -11,7 +11,6 @@ use crate::ops::creation::{arange, eye};
 use crate::ops::index::gather_adjoint;
 use crate::ops::matmul::matmul;
 use crate::ops::pad::{pad, PadMode};
-use crate::ops::pool::max_pool_backward;
 use crate::tensor::Tensor;
 
 /// `(values, indices) = max_pool(x)` (or adaptive): indices are flat within each plane of the
@@ -24,7 +23,7 @@ pub(crate) fn record_max_pool(name: &'static str, x: &Tensor, dims: usize, value
     record(name, &[x], &[values], &[indices], move |ctx, g| {
         let (idx, g) = (ctx.saved(0)?.reshape(&[planes, -1])?, g[0].reshape(&[planes, -1])?);
         // A recorded gradient (create_graph) needs the differentiable scatter.
-        let flat = if needs_grad(&[&g]) { gather_adjoint(&g, 1, &idx, &[planes as usize, plane])? } else { max_pool_backward(&g, &idx, plane)? };
+        let flat = if needs_grad(&[&g]) { gather_adjoint(&g, 1, &idx, &[planes as usize, plane])? } else { crate::backend::serving(&g, [&idx])?.max_pool_backward(&g, &idx, plane)? };
         Ok(vec![Some(flat.reshape(&dims_i)?)])
     })
 }

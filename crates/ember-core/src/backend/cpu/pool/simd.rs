@@ -21,7 +21,7 @@ pub(crate) unsafe fn max_pairs_row(top: *const f32, iw: usize, ow: usize, base: 
         // Masks for the 2n input floats (split over two vectors) and the n outputs.
         let lo_mask: __mmask16 = if 2 * n >= 16 { 0xFFFF } else { (1u32 << (2 * n)) as u16 - 1 };
         let hi_mask: __mmask16 = if 2 * n > 16 { ((1u32 << (2 * n - 16)) - 1) as u16 } else { 0 };
-        let out_mask = super::map::lanes(n);
+        let out_mask = crate::backend::cpu::map::lanes(n);
         // Masked loads that miss the cache stall (4x slower streams on Zen 5): full steps go
         // unmasked.
         let part = |mask: __mmask16, p: *const f32| if n == 16 { _mm512_loadu_ps(p) } else { _mm512_maskz_loadu_ps(mask, p) };
@@ -61,7 +61,7 @@ pub(crate) unsafe fn max_pairs_row(top: *const f32, iw: usize, ow: usize, base: 
 pub(crate) unsafe fn window_maxima_row(row: *const f32, (starts, counts, step): (&[i32], &[i32], i32), base: i32, values: *mut f32, indices: *mut i32) {
     use std::arch::x86_64::*;
     for o in (0..starts.len()).step_by(16) {
-        let mask = super::map::lanes(starts.len() - o);
+        let mask = crate::backend::cpu::map::lanes(starts.len() - o);
         let (first, count) = (_mm512_maskz_loadu_epi32(mask, starts.as_ptr().add(o)), _mm512_maskz_loadu_epi32(mask, counts.as_ptr().add(o)));
         let (mut best, mut at) = (_mm512_set1_ps(f32::NEG_INFINITY), _mm512_set1_epi32(-1));
         let most = counts[o..(o + 16).min(counts.len())].iter().max().copied().unwrap_or(0);
@@ -85,7 +85,7 @@ pub(crate) unsafe fn window_maxima_row(row: *const f32, (starts, counts, step): 
 pub(crate) unsafe fn fold_maxima(values: *const f32, indices: *const i32, n: usize, best: *mut f32, at: *mut i32) {
     use std::arch::x86_64::*;
     for o in (0..n).step_by(16) {
-        let mask = super::map::lanes(n - o);
+        let mask = crate::backend::cpu::map::lanes(n - o);
         let mut b = _mm512_maskz_loadu_ps(mask, best.add(o));
         let v = _mm512_maskz_loadu_ps(mask, values.add(o));
         let a = take_max(mask, v, &mut b, _mm512_maskz_loadu_epi32(mask, at.add(o)), _mm512_maskz_loadu_epi32(mask, indices.add(o)));
