@@ -87,6 +87,127 @@ def test_every_store_has_torchs_semantics(pair):
     assert a.delete_key("k") and not b.delete_key("k") and not a.check(["k"])
 
 
+@pytest.fixture(params=["hash", "tcp", "prefix_tcp"])
+def queues(request):
+    """Two handles on a store with queues: HashStore, TCPStore (master and client), PrefixStore."""
+    if request.param == "hash":
+        store = dist.HashStore()
+        return store, store
+    master, client = request.getfixturevalue("tcp_pair")
+    if request.param == "tcp":
+        return master, client
+    return dist.PrefixStore("job", master), dist.PrefixStore("job", client)
+
+
+def test_queues_are_fifo_and_apart_from_keys(queues):
+    a, b = queues
+    assert not a.check(["q"]) and a.queue_len("q") == 0
+    a.queue_push("q", "1")
+    b.queue_push("q", b"\x00")
+    assert a.check(["q"]) and b.queue_len("q") == 2  # check and wait see a queue that holds values
+    b.wait(["q"])
+    assert a.num_keys() == b.num_keys() and "q" not in a.list_keys()  # a queue is not a key
+    assert b.queue_pop("q") == b"1" and a.queue_pop("q", block=False) == b"\x00"
+    assert not a.check(["q"]) and a.queue_len("q") == 0
+    with pytest.raises(dist.QueueEmptyError, match="queue is empty"):
+        b.queue_pop("q", block=False)
+    a.set("q", "a key")  # the same name as a key leaves the queue empty
+    with pytest.raises(dist.QueueEmptyError):
+        a.queue_pop("q", block=False)
+    assert isinstance(dist.QueueEmptyError("x"), dist.DistStoreError)
+
+
+def test_queue_pop_blocks_until_a_push_or_the_timeout(queues):
+    a, b = queues
+    threading.Timer(0.1, lambda: b.queue_push("late", "v")).start()
+    assert a.queue_pop("late") == b"v"
+    a.set_timeout(SHORT)
+    with pytest.raises(dist.DistStoreError, match="wait timeout after 200ms, keys: .*never"):
+        a.queue_pop("never")
+    with pytest.raises(TypeError, match="block must be a bool"):
+        a.queue_pop("never", 0)
+
+
+def test_each_value_goes_to_one_popper(tcp_pair):
+    master, client = tcp_pair
+    popped = []
+    # A store's requests share its one connection, so a thread that blocks uses a clone (as torch).
+    poppers = [threading.Thread(target=lambda s=s.clone(): popped.append(s.queue_pop("jobs")))
+               for s in (master, client)]
+    for thread in poppers:
+        thread.start()
+    master.queue_push("jobs", "first")
+    client.queue_push("jobs", "second")
+    for thread in poppers:
+        thread.join(timeout=10)
+    assert sorted(popped) == [b"first", b"second"] and master.queue_len("jobs") == 0
+
+
+def test_clone_list_keys_and_barrier(pair, tmp_path):
+    a, b = pair
+    clone = a.clone()
+    assert isinstance(clone, dist.Store)
+    clone.set("k", "v")
+    assert b.get("k") == b"v" and clone.timeout == a.timeout
+    threads = [threading.Thread(target=store.barrier, args=("gate", 3)) for store in (a, b)]
+    for thread in threads:
+        thread.start()
+    clone.barrier("gate", 3, datetime.timedelta(seconds=5))  # the third arrival releases all
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in threads)
+    with pytest.raises(dist.DistStoreError, match="wait timeout after 50ms, keys: .*alone/last_member"):
+        a.barrier("alone", 2, datetime.timedelta(milliseconds=50))
+    if isinstance(a.underlying_store if isinstance(a, dist.PrefixStore) else a, dist.FileStore):
+        return
+    assert sorted(a.list_keys()) == ["alone/num_members", "gate/last_member", "gate/num_members", "k"]
+
+
+def test_which_stores_have_what_as_torch(tmp_path):
+    files = dist.FileStore(str(tmp_path / "store"))
+    for store in (files, dist.PrefixStore("p", files)):
+        with pytest.raises(NotImplementedError, match="queue support is not implemented"):
+            store.queue_push("q", "v")
+        with pytest.raises(NotImplementedError, match="queue support is not implemented"):
+            store.queue_pop("q")
+        with pytest.raises(NotImplementedError, match="listKeys support is not implemented"):
+            store.list_keys()
+        assert not store.has_extended_api()
+    assert dist.HashStore().has_extended_api() and dist.PrefixStore("p", dist.HashStore()).has_extended_api()
+    nested = dist.PrefixStore("a", dist.PrefixStore("b", files))
+    assert nested._underlying_non_prefix_store is files
+
+    class Bare(dist.Store):
+        """A store without extended operations, as a torch user's Python store."""
+    assert not Bare().has_extended_api()
+    with pytest.raises(NotImplementedError, match="Bare must implement clone"):
+        Bare().clone()
+
+
+def test_tcp_store_use_libuv_picks_torchs_server_behaviour(monkeypatch):
+    master = dist.TCPStore("127.0.0.1", 0, is_master=True, timeout=datetime.timedelta(seconds=5))
+    assert master.libuvBackend and master.has_extended_api()
+    legacy = dist.TCPStore("127.0.0.1", master.port, timeout=datetime.timedelta(seconds=5), use_libuv=False)
+    assert not legacy.libuvBackend and not legacy.clone().libuvBackend
+    for operation, args in (("queue_push", ("q", "v")), ("queue_pop", ("q",)), ("queue_len", ("q",))):
+        with pytest.raises(NotImplementedError, match="queues not implemented on legacy TCPStore backend"):
+            getattr(legacy, operation)(*args)
+    legacy.set("k", "v")  # the rest is the same server
+    assert master.get("k") == b"v" and legacy.list_keys() == ["k"]
+    with pytest.raises(TypeError, match="use_libuv must be a bool"):
+        dist.TCPStore("127.0.0.1", master.port, use_libuv="0")
+    with pytest.raises(ValueError, match="TCPStore world size cannot be 0"):
+        dist.TCPStore("127.0.0.1", master.port, world_size=0)
+    port = free_port()
+    store, _, _ = next(dist.rendezvous(f"tcp://127.0.0.1:{port}?rank=0&world_size=1&use_libuv=0",
+                                       timeout=datetime.timedelta(seconds=5)))
+    assert not store.libuvBackend
+    monkeypatch.setenv("USE_LIBUV", "0")
+    store, _, _ = next(dist.rendezvous(f"tcp://127.0.0.1:{free_port()}?rank=0&world_size=1",
+                                       timeout=datetime.timedelta(seconds=5)))
+    assert not store.libuvBackend
+
+
 def test_get_and_wait_block_until_set_or_timeout(pair):
     a, b = pair
     threading.Timer(0.1, lambda: b.set("late", "1")).start()
