@@ -443,3 +443,58 @@ def test_init_process_group_rendezvous_on_two_mpi_processes(tmp_path):
         failures = {name: text for name, text in outcomes.items() if text != "ok"}
         assert not failures, f"rank {rank}:\n" + "\n".join(f"{n}: {t}" for n, t in failures.items())
     assert len(results[0]) >= 8
+
+
+TORCHX_SCRIPT = """
+import pathlib, sys
+import ember, ember.distributed as dist
+dist.init_process_group("gloo")
+total = ember.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(total)
+pathlib.Path(sys.argv[1], f"rank{dist.get_rank()}").write_text(f"{dist.get_world_size()} {total.item():g}")
+dist.destroy_process_group()
+"""
+
+
+def test_torchx_component_builds_ember_launcher_apps():
+    pytest.importorskip("torchx")
+    from torchx.specs import finder
+
+    from ember.distributed.torchx import ddp
+    app = ddp("--epochs", "3", script="train.py", j="1x4", env={"A": "1"}, name="exp/run")
+    (role,) = app.roles
+    assert app.name == "run" and role.name == "train" and role.entrypoint == "python"
+    assert role.args == ["-m", "ember.distributed.run", "--nproc-per-node", "4", "train.py", "--epochs", "3"]
+    assert role.num_replicas == 1 and role.env == {"A": "1"}
+    assert ddp(m="pkg.train", j="2").roles[0].args[-3:] == ["2", "-m", "pkg.train"]
+    with pytest.raises(NotImplementedError, match="runs on one node; j='2x4'"):
+        ddp(script="train.py", j="2x4")
+    with pytest.raises(ValueError, match="exactly one of --script and -m"):
+        ddp()
+    with pytest.raises(ValueError, match="j must be"):
+        ddp(script="train.py", j="four")
+    # TorchX finds it by module path and its linter accepts it (annotations, docstring).
+    component = finder.get_component("ember.distributed.torchx:ddp")
+    assert not component.validation_errors
+
+
+def test_torchx_runs_the_component_on_its_local_scheduler(tmp_path, monkeypatch):
+    pytest.importorskip("torchx")
+    pytest.importorskip("mpi4py")
+    from torchx.runner import get_runner
+    from torchx.specs import AppState
+
+    from ember.distributed.torchx import ddp
+    script = tmp_path / "train.py"
+    script.write_text(TORCHX_SCRIPT)
+    # The component runs `python`: this interpreter (with Ember) must be the one on PATH.
+    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    with get_runner() as runner:
+        handle = runner.run(ddp(str(tmp_path), script=str(script), j="2"), scheduler="local_cwd",
+                            cfg={"log_dir": str(tmp_path / "logs")})
+        status = runner.wait(handle, wait_interval=0.1)
+        logs = "".join(runner.log_lines(handle, "train", 0, streams=None)) if status.state != AppState.SUCCEEDED else ""
+    assert status.state == AppState.SUCCEEDED, logs
+    assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["2 3", "2 3"]
