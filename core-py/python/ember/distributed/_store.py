@@ -312,7 +312,10 @@ class HashStore(Store):
         return self  # one object in one process: every thread may share it
 
     def queue_push(self, key, value):
-        self._update(self._queues[_check_key(key, "queue_push")].append, _as_bytes(value, "queue_push"))
+        key, value = _check_key(key, "queue_push"), _as_bytes(value, "queue_push")
+        with self._changed:  # the queue is looked up under the lock: a pop may drop an emptied one
+            self._queues[key].append(value)
+            self._changed.notify_all()
 
     def queue_pop(self, key, block=True):
         return self._queue_pop(_check_key(key, "queue_pop"), _check_block(block), self.timeout)
