@@ -143,7 +143,7 @@ def test_each_value_goes_to_one_popper(tcp_pair):
     assert sorted(popped) == [b"first", b"second"] and master.queue_len("jobs") == 0
 
 
-def test_clone_list_keys_and_barrier(pair, tmp_path):
+def test_clone_list_keys_and_barrier(pair):
     a, b = pair
     clone = a.clone()
     assert isinstance(clone, dist.Store)
@@ -158,9 +158,8 @@ def test_clone_list_keys_and_barrier(pair, tmp_path):
     assert not any(thread.is_alive() for thread in threads)
     with pytest.raises(dist.DistStoreError, match="wait timeout after 50ms, keys: .*alone/last_member"):
         a.barrier("alone", 2, datetime.timedelta(milliseconds=50))
-    if isinstance(a.underlying_store if isinstance(a, dist.PrefixStore) else a, dist.FileStore):
-        return
-    assert sorted(a.list_keys()) == ["alone/num_members", "gate/last_member", "gate/num_members", "k"]
+    if not isinstance(a, dist.FileStore):  # as torch's, FileStore has no list_keys (tested below)
+        assert sorted(a.list_keys()) == ["alone/num_members", "gate/last_member", "gate/num_members", "k"]
 
 
 def test_which_stores_have_what_as_torch(tmp_path):
