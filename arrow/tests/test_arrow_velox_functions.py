@@ -1,5 +1,6 @@
 """TorchArrow's functions that Velox provided: array_except, rand, lookup_indices, bpe_tokenize."""
 import json
+import pickle
 import random
 
 import pyarrow as pa
@@ -172,6 +173,8 @@ def test_bpe_tokenize_slices_repeats_and_caching():
         sliced = ta.from_arrow(pa.array(["skipped"] + texts).slice(1))
         assert list(F.bpe_tokenize(encoder, sliced)) == expected
         assert list(F.bpe_tokenize(encoder, sliced)) == expected  # a second call, from the cache
+        # the encoder travels to DataLoader workers with the functions that use it
+        assert list(F.bpe_tokenize(pickle.loads(pickle.dumps(encoder)), sliced)) == expected
     assert expected[2] == _ids(259, 262, ord("l"), ord("d"), 32, 259)  # " hello": Ġ has no merge with hello
 
 
