@@ -1,10 +1,11 @@
 """emberarrow: TorchArrow's DataFrame on Apache Arrow, with a hand-off to ember tensors.
 
 ``import emberarrow as ta`` then ``ta.dataframe``, ``ta.column``, ``ta.from_arrow`` ... as in
-TorchArrow; recsys ops in ``emberarrow.functional``, tensor conversions in
-``emberarrow.tensor_conversion``. See README.md for what works and what is not built yet.
+TorchArrow; recsys and text ops in ``emberarrow.functional`` (GPT-2's BPE encoder in
+``emberarrow.text``), tensor conversions in ``emberarrow.tensor_conversion``. See README.md for
+what works and what is not built yet.
 """
-from emberarrow import dtypes, functional
+from emberarrow import dtypes, functional, text
 from emberarrow.icolumn import (
     Column,
     ListColumn,
@@ -25,5 +26,5 @@ __all__ = [
     "Column", "DataFrame", "ListColumn", "MapColumn", "NumericalColumn", "StringColumn",
     "column", "concat", "dataframe", "dtypes", "from_arrow", "from_pandas", "from_pysequence",
     "functional", "if_else", "me",
-    "read_csv", "read_parquet",
+    "read_csv", "read_parquet", "text",
 ]

@@ -1,6 +1,6 @@
 """TorchArrow's recsys and text functions (``torcharrow.functional``) over the Arrow buffers: list
 columns are handled as offsets plus one flat array of values; sigrid_hash, bucketize and firstx run
-in Rust (``ember._C.arrow``), the rest vectorised with NumPy.
+in Rust (``ember._C.arrow``), the rest vectorised with NumPy and ``pyarrow.compute``.
 
 Results follow TorchArrow's (Velox's) definitions exactly, sigrid_hash bit for bit; as there, a
 row whose argument is null, or holds a null item, gives null, and result dtypes are nullable.
@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from emberarrow import _arrow
 from emberarrow import dtypes as dt
-from emberarrow.icolumn import Column, ListColumn, NumericalColumn, StringColumn, _wrap
+from emberarrow.icolumn import Column, ListColumn, NumericalColumn, StringColumn, _check_device, _wrap
+from emberarrow.text import GPT2BPEEncoder
 
 __all__ = [
-    "add_tokens", "array_constructor", "bucketize", "clamp_list", "firstx", "get_cosine_similarity",
-    "get_jaccard_similarity", "get_max_count", "get_score_max", "get_score_min", "get_score_sum",
-    "has_id_overlap", "hex_to_int", "id_overlap_count", "scale_to_0_1", "scale_to_z_score",
-    "sigmoid", "sigrid_hash",
+    "add_tokens", "array_constructor", "array_except", "bpe_tokenize", "bucketize", "clamp_list",
+    "firstx", "get_cosine_similarity", "get_jaccard_similarity", "get_max_count", "get_score_max",
+    "get_score_min", "get_score_sum", "has_id_overlap", "hex_to_int", "id_overlap_count",
+    "lookup_indices", "rand", "scale_to_0_1", "scale_to_z_score", "sigmoid", "sigrid_hash",
 ]
 
 _U64 = np.uint64
@@ -254,6 +256,70 @@ def array_constructor(*args):
     return _wrap(pa.ListArray.from_arrays(pa.array(offsets), flat), dt.List(dtype.with_null(True), True))
 
 
+def array_except(x, y):
+    """The items of each list of ``x`` that its row of ``y`` does not hold, each once, in the order
+    they first appear in ``x`` (Velox's ``array_except``). A null item is an item like any other
+    (``[1, None, None]`` except ``[1, 1, None]`` is ``[]``); a null list on either side gives null."""
+    _require(x, ListColumn, "array_except", "list columns")
+    _require(y, ListColumn, "array_except", "list columns")
+    item = x.dtype.item_dtype
+    if not (dt.is_boolean_or_numerical(item) or dt.is_string(item)):
+        raise TypeError(f"array_except: expected lists of numbers, booleans or strings, got {x.dtype}")
+    if y.dtype.item_dtype.with_null(False) != item.with_null(False):
+        raise TypeError(f"array_except: both columns must hold lists of one item dtype, got {x.dtype} and {y.dtype}")
+    _same_length("array_except", x, y)
+    x_offsets, x_values = _arrow.list_parts(x._data)
+    y_offsets, y_values = _arrow.list_parts(y._data)
+    n = len(x)
+    x_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(x_offsets))
+    y_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(y_offsets))
+    # one code per distinct item (null included), so that (row, item) pairs become single integers
+    codes = pc.dictionary_encode(pa.concat_arrays([x_values, y_values.cast(x_values.type)]), null_encoding="encode")
+    codes = codes.indices.to_numpy().astype(np.int64)
+    n_codes = int(codes.max()) + 1 if len(codes) else 1
+    x_keys = x_rows * n_codes + codes[:len(x_values)]
+    y_keys = y_rows * n_codes + codes[len(x_values):]
+    first_seen = np.zeros(len(x_keys), dtype=bool)
+    first_seen[np.unique(x_keys, return_index=True)[1]] = True
+    valid = _arrow.validity(x._data) & _arrow.validity(y._data)
+    keep = first_seen & ~np.isin(x_keys, y_keys) & valid[x_rows]
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(x_rows[keep], minlength=n))])
+    return _list_result(offsets, x_values.filter(pa.array(keep)), valid, _nullable(x.dtype))
+
+
+# ---- text: BPE tokens and vocabulary indices ----
+
+def bpe_tokenize(tokenizer, input_col):
+    """Each string's GPT-2 BPE token ids, as strings (TorchArrow's results), by ``tokenizer`` (an
+    ``emberarrow.text.GPT2BPEEncoder``): ``List(String)``, null for a null string."""
+    if not isinstance(tokenizer, GPT2BPEEncoder):
+        raise TypeError(f"bpe_tokenize: tokenizer must be an emberarrow.text.GPT2BPEEncoder, got {type(tokenizer).__name__}")
+    _require(input_col, StringColumn, "bpe_tokenize", "a string column")
+    return _wrap(tokenizer._tokenize(input_col._data), dt.List(dt.String(True), True))
+
+
+def lookup_indices(vocab, input_col):
+    """Each list of tokens as the indices ``vocab`` gives them: ``List(Int64)``. ``vocab`` is a
+    torchtext-style vocab (``embertext.vocab.Vocab``, ``torchtext.vocab.Vocab``, TorchArrow's
+    ``Vocab``: anything with ``get_itos()`` and ``get_default_index()``); a token it lacks takes
+    its default index, or raises RuntimeError when it has none. A null list, or one holding a null
+    token, gives null."""
+    if not (callable(getattr(vocab, "get_itos", None)) and callable(getattr(vocab, "get_default_index", None))):
+        raise TypeError(f"lookup_indices: vocab must have get_itos() and get_default_index() (a Vocab), got {type(vocab).__name__}")
+    _list_of(input_col, "lookup_indices", dt.is_string, "string tokens")
+    itos, default_index = vocab.get_itos(), vocab.get_default_index()
+    offsets, tokens = _arrow.list_parts(input_col._data)
+    valid = _null_free_rows(offsets, tokens, input_col._data)
+    indices = pc.index_in(tokens, value_set=pa.array(itos, pa.string()))
+    missing = ~_arrow.validity(indices) & valid[np.repeat(np.arange(len(valid)), np.diff(offsets))]
+    if missing.any():
+        if default_index is None:
+            token = tokens[int(np.flatnonzero(missing)[0])].as_py()
+            raise RuntimeError(f"lookup_indices: Token {token} not found and default index is not set")
+        indices = pc.fill_null(indices, default_index)
+    return _list_result(offsets, indices.cast(pa.int64()), valid, dt.List(dt.Int64(True), True))
+
+
 # ---- id overlap and score features ----
 
 class _Ids:
@@ -436,3 +502,16 @@ def scale_to_z_score(col):
     if std is None or std == 0:  # fewer than two values, or one distinct value: nothing to scale
         return col.cast(dt.Float32(col.dtype.nullable)) if dt.is_integer(col.dtype) else col
     return (col - col.mean()) / std
+
+
+# ---- factories ----
+
+def rand(*, size, device="cpu"):
+    """A column of ``size`` random numbers drawn uniformly from [0, 1): Float64 (nullable, as every
+    result of TorchArrow's functions), from a generator seeded by the operating system."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+        raise TypeError(f"rand: size must be an int, got {type(size).__name__}")
+    if size < 0:
+        raise ValueError(f"rand: size must be >= 0, got {size}")
+    _check_device(device)
+    return _wrap(pc.random(int(size), initializer="system"), dt.Float64(True))

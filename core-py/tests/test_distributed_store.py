@@ -87,6 +87,126 @@ def test_every_store_has_torchs_semantics(pair):
     assert a.delete_key("k") and not b.delete_key("k") and not a.check(["k"])
 
 
+@pytest.fixture(params=["hash", "tcp", "prefix_tcp"])
+def queues(request):
+    """Two handles on a store with queues: HashStore, TCPStore (master and client), PrefixStore."""
+    if request.param == "hash":
+        store = dist.HashStore()
+        return store, store
+    master, client = request.getfixturevalue("tcp_pair")
+    if request.param == "tcp":
+        return master, client
+    return dist.PrefixStore("job", master), dist.PrefixStore("job", client)
+
+
+def test_queues_are_fifo_and_apart_from_keys(queues):
+    a, b = queues
+    assert not a.check(["q"]) and a.queue_len("q") == 0
+    a.queue_push("q", "1")
+    b.queue_push("q", b"\x00")
+    assert a.check(["q"]) and b.queue_len("q") == 2  # check and wait see a queue that holds values
+    b.wait(["q"])
+    assert a.num_keys() == b.num_keys() and "q" not in a.list_keys()  # a queue is not a key
+    assert b.queue_pop("q") == b"1" and a.queue_pop("q", block=False) == b"\x00"
+    assert not a.check(["q"]) and a.queue_len("q") == 0
+    with pytest.raises(dist.QueueEmptyError, match="queue is empty"):
+        b.queue_pop("q", block=False)
+    a.set("q", "a key")  # the same name as a key leaves the queue empty
+    with pytest.raises(dist.QueueEmptyError):
+        a.queue_pop("q", block=False)
+    assert isinstance(dist.QueueEmptyError("x"), dist.DistStoreError)
+
+
+def test_queue_pop_blocks_until_a_push_or_the_timeout(queues):
+    a, b = queues
+    threading.Timer(0.1, lambda: b.queue_push("late", "v")).start()
+    assert a.queue_pop("late") == b"v"
+    a.set_timeout(SHORT)
+    with pytest.raises(dist.DistStoreError, match="wait timeout after 200ms, keys: .*never"):
+        a.queue_pop("never")
+    with pytest.raises(TypeError, match="block must be a bool"):
+        a.queue_pop("never", 0)
+
+
+def test_each_value_goes_to_one_popper(tcp_pair):
+    master, client = tcp_pair
+    popped = []
+    # A store's requests share its one connection, so a thread that blocks uses a clone (as torch).
+    poppers = [threading.Thread(target=lambda s=s.clone(): popped.append(s.queue_pop("jobs")))
+               for s in (master, client)]
+    for thread in poppers:
+        thread.start()
+    master.queue_push("jobs", "first")
+    client.queue_push("jobs", "second")
+    for thread in poppers:
+        thread.join(timeout=10)
+    assert sorted(popped) == [b"first", b"second"] and master.queue_len("jobs") == 0
+
+
+def test_clone_list_keys_and_barrier(pair):
+    a, b = pair
+    clone = a.clone()
+    assert isinstance(clone, dist.Store)
+    clone.set("k", "v")
+    assert b.get("k") == b"v" and clone.timeout == a.timeout
+    threads = [threading.Thread(target=store.barrier, args=("gate", 3)) for store in (a, b)]
+    for thread in threads:
+        thread.start()
+    clone.barrier("gate", 3, datetime.timedelta(seconds=5))  # the third arrival releases all
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in threads)
+    with pytest.raises(dist.DistStoreError, match="wait timeout after 50ms, keys: .*alone/last_member"):
+        a.barrier("alone", 2, datetime.timedelta(milliseconds=50))
+    if not isinstance(a, dist.FileStore):  # as torch's, FileStore has no list_keys (tested below)
+        assert sorted(a.list_keys()) == ["alone/num_members", "gate/last_member", "gate/num_members", "k"]
+
+
+def test_which_stores_have_what_as_torch(tmp_path):
+    files = dist.FileStore(str(tmp_path / "store"))
+    for store in (files, dist.PrefixStore("p", files)):
+        with pytest.raises(NotImplementedError, match="queue support is not implemented"):
+            store.queue_push("q", "v")
+        with pytest.raises(NotImplementedError, match="queue support is not implemented"):
+            store.queue_pop("q")
+        with pytest.raises(NotImplementedError, match="listKeys support is not implemented"):
+            store.list_keys()
+        assert not store.has_extended_api()
+    assert dist.HashStore().has_extended_api() and dist.PrefixStore("p", dist.HashStore()).has_extended_api()
+    nested = dist.PrefixStore("a", dist.PrefixStore("b", files))
+    assert nested._underlying_non_prefix_store is files
+
+    class Bare(dist.Store):
+        """A store without extended operations, as a torch user's Python store."""
+    assert not Bare().has_extended_api()
+    with pytest.raises(NotImplementedError, match="Bare must implement clone"):
+        Bare().clone()
+
+
+def test_tcp_store_use_libuv_picks_torchs_server_behaviour(monkeypatch):
+    master = dist.TCPStore("127.0.0.1", 0, is_master=True, timeout=datetime.timedelta(seconds=5))
+    assert master.libuvBackend and master.has_extended_api()
+    legacy = dist.TCPStore("127.0.0.1", master.port, timeout=datetime.timedelta(seconds=5), use_libuv=False)
+    assert not legacy.libuvBackend and not legacy.clone().libuvBackend
+    for operation, args in (("queue_push", ("q", "v")), ("queue_pop", ("q",)), ("queue_len", ("q",))):
+        with pytest.raises(NotImplementedError, match="queues not implemented on legacy TCPStore backend"):
+            getattr(legacy, operation)(*args)
+    legacy.set("k", "v")  # the rest is the same server
+    assert master.get("k") == b"v" and legacy.list_keys() == ["k"]
+    with pytest.raises(TypeError, match="use_libuv must be a bool"):
+        dist.TCPStore("127.0.0.1", master.port, use_libuv="0")
+    with pytest.raises(ValueError, match="TCPStore world size cannot be 0"):
+        dist.TCPStore("127.0.0.1", master.port, world_size=0)
+    port = free_port()
+    store, _, _ = next(dist.rendezvous(f"tcp://127.0.0.1:{port}?rank=0&world_size=1&use_libuv=0",
+                                       timeout=datetime.timedelta(seconds=5)))
+    assert not store.libuvBackend
+    monkeypatch.setenv("USE_LIBUV", "0")
+    store, _, _ = next(dist.rendezvous(f"tcp://127.0.0.1:{free_port()}?rank=0&world_size=1",
+                                       timeout=datetime.timedelta(seconds=5)))
+    assert not store.libuvBackend
+
+
 def test_get_and_wait_block_until_set_or_timeout(pair):
     a, b = pair
     threading.Timer(0.1, lambda: b.set("late", "1")).start()
@@ -322,3 +442,58 @@ def test_init_process_group_rendezvous_on_two_mpi_processes(tmp_path):
         failures = {name: text for name, text in outcomes.items() if text != "ok"}
         assert not failures, f"rank {rank}:\n" + "\n".join(f"{n}: {t}" for n, t in failures.items())
     assert len(results[0]) >= 8
+
+
+TORCHX_SCRIPT = """
+import pathlib, sys
+import ember, ember.distributed as dist
+dist.init_process_group("gloo")
+total = ember.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(total)
+pathlib.Path(sys.argv[1], f"rank{dist.get_rank()}").write_text(f"{dist.get_world_size()} {total.item():g}")
+dist.destroy_process_group()
+"""
+
+
+def test_torchx_component_builds_ember_launcher_apps():
+    pytest.importorskip("torchx")
+    from torchx.specs import finder
+
+    from ember.distributed.torchx import ddp
+    app = ddp("--epochs", "3", script="train.py", j="1x4", env={"A": "1"}, name="exp/run")
+    (role,) = app.roles
+    assert app.name == "run" and role.name == "train" and role.entrypoint == "python"
+    assert role.args == ["-m", "ember.distributed.run", "--nproc-per-node", "4", "train.py", "--epochs", "3"]
+    assert role.num_replicas == 1 and role.env == {"A": "1"}
+    assert ddp(m="pkg.train", j="2").roles[0].args[-3:] == ["2", "-m", "pkg.train"]
+    with pytest.raises(NotImplementedError, match="runs on one node; j='2x4'"):
+        ddp(script="train.py", j="2x4")
+    with pytest.raises(ValueError, match="exactly one of --script and -m"):
+        ddp()
+    with pytest.raises(ValueError, match="j must be"):
+        ddp(script="train.py", j="four")
+    # TorchX finds it by module path and its linter accepts it (annotations, docstring).
+    component = finder.get_component("ember.distributed.torchx:ddp")
+    assert not component.validation_errors
+
+
+def test_torchx_runs_the_component_on_its_local_scheduler(tmp_path, monkeypatch):
+    pytest.importorskip("torchx")
+    pytest.importorskip("mpi4py")
+    from torchx.runner import get_runner
+    from torchx.specs import AppState
+
+    from ember.distributed.torchx import ddp
+    script = tmp_path / "train.py"
+    script.write_text(TORCHX_SCRIPT)
+    # The component runs `python`: this interpreter (with Ember) must be the one on PATH.
+    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
+    for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    with get_runner() as runner:
+        handle = runner.run(ddp(str(tmp_path), script=str(script), j="2"), scheduler="local_cwd",
+                            cfg={"log_dir": str(tmp_path / "logs")})
+        status = runner.wait(handle, wait_interval=0.1)
+        logs = "".join(runner.log_lines(handle, "train", 0, streams=None)) if status.state != AppState.SUCCEEDED else ""
+    assert status.state == AppState.SUCCEEDED, logs
+    assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["2 3", "2 3"]

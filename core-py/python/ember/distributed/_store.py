@@ -5,7 +5,12 @@ client), `FileStore` (a file every process can reach, locked with flock) and `Pr
 Ranks use them to find each other and to agree on small values (init_process_group's
 rendezvous); tensors travel over MPI. Keys are strings, values bytes (a str is stored as UTF-8);
 `get` and `wait` block until the keys are set, up to the store's timeout, then raise
-DistStoreError."""
+DistStoreError.
+
+Queues (`queue_push`/`queue_pop`/`queue_len`) live beside the keys, as in torch: HashStore,
+TCPStore and PrefixStore (over either) have them; FileStore raises NotImplementedError, as
+torch's does."""
+import collections
 import contextlib
 import datetime
 import fcntl
@@ -16,7 +21,7 @@ import threading
 import time
 import weakref
 
-from ember.distributed._work import DistNetworkError, DistStoreError
+from ember.distributed._work import DistNetworkError, DistStoreError, QueueEmptyError
 
 DEFAULT_TIMEOUT = datetime.timedelta(seconds=300)  # torch's Store::kDefaultTimeout
 
@@ -49,10 +54,22 @@ def _check_timeout(timeout, what):
     return timeout
 
 
+def _check_block(block):
+    if not isinstance(block, bool):
+        raise TypeError(f"queue_pop: block must be a bool, but got {type(block).__name__}")
+    return block
+
+
 def _check_amount(amount):
     if isinstance(amount, bool) or not isinstance(amount, int):
         raise TypeError(f"add: amount must be an int, but got {type(amount).__name__}")
     return amount
+
+
+def _check_world_size(world_size, what):
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"{what}: world_size must be a positive int, but got {world_size!r}")
+    return world_size
 
 
 def _timeout_error(keys, timeout):
@@ -62,7 +79,9 @@ def _timeout_error(keys, timeout):
 
 class Store:
     """The base of every store (torch.distributed.Store). Subclasses implement set, get, add,
-    compare_set, wait, check, delete_key and num_keys; the rest is built on them."""
+    compare_set, wait, check, delete_key, num_keys and clone; append, multi_get, multi_set and
+    barrier are built on them. The queue operations and list_keys raise NotImplementedError unless
+    a subclass provides them, as torch's."""
 
     def __init__(self, timeout=DEFAULT_TIMEOUT):
         self._timeout = _check_timeout(timeout, type(self).__name__)
@@ -112,6 +131,38 @@ class Store:
         """The number of keys set."""
         raise NotImplementedError(f"{type(self).__name__} must implement num_keys")
 
+    def clone(self):
+        """Another handle on the same store, safe to use from another thread."""
+        raise NotImplementedError(f"{type(self).__name__} must implement clone")
+
+    def queue_push(self, key, value):
+        """Appends `value` to the queue `key` (queues are apart from the keys of set/get, but
+        `wait` and `check` see a queue that is not empty)."""
+        raise NotImplementedError("queue support is not implemented.")
+
+    def queue_pop(self, key, block=True):
+        """Takes the oldest value of the queue `key`. With `block`, waits up to the store's
+        timeout for one (then DistStoreError); else raises QueueEmptyError at once."""
+        raise NotImplementedError("queue support is not implemented.")
+
+    def queue_len(self, key):
+        """How many values the queue `key` holds (0 for a queue never pushed to)."""
+        raise NotImplementedError("queue support is not implemented.")
+
+    def list_keys(self):
+        """The keys set (not the queues)."""
+        raise NotImplementedError("listKeys support is not implemented.")
+
+    def barrier(self, key, world_size, timeout=None):
+        """Returns once `world_size` callers have reached the barrier `key` (each key serves one
+        barrier); raises DistStoreError after `timeout` (default: the store's)."""
+        _check_key(key, "barrier")
+        _check_world_size(world_size, "barrier")
+        timeout = self._wait_timeout(timeout)
+        if self.add(f"{key}/num_members", 1) == world_size:
+            self.set(f"{key}/last_member", b"1")
+        self.wait([f"{key}/last_member"], timeout)
+
     def append(self, key, value):
         """Appends `value` to the value of `key` (set to `value` when unset). This fallback, built
         on compare_set as torch's, cannot tell an unset key from one already holding exactly
@@ -138,7 +189,9 @@ class Store:
             self.set(key, value)
 
     def has_extended_api(self):
-        return True
+        """Whether append, multi_get and multi_set are the store's own (atomic, one step) rather
+        than the fallbacks above (False here, as torch's base)."""
+        return False
 
 
 class _Table:
@@ -196,6 +249,7 @@ class HashStore(Store):
     def __init__(self):
         super().__init__()
         self._table = _Table()
+        self._queues = collections.defaultdict(collections.deque)
         self._changed = threading.Condition()
 
     def _update(self, operation, *args):
@@ -204,9 +258,13 @@ class HashStore(Store):
             self._changed.notify_all()
         return result
 
+    def _missing(self, keys):
+        """The keys of `keys` neither set nor naming a queue that holds a value (torch's rule)."""
+        return [k for k in self._table.missing(keys) if not self._queues.get(k)]
+
     def _wait_locked(self, keys, timeout):
-        if not self._changed.wait_for(lambda: not self._table.missing(keys), timeout.total_seconds()):
-            raise _timeout_error(self._table.missing(keys), timeout)
+        if not self._changed.wait_for(lambda: not self._missing(keys), timeout.total_seconds()):
+            raise _timeout_error(self._missing(keys), timeout)
 
     def set(self, key, value):
         self._update(self._table.set, _check_key(key, "set"), _as_bytes(value, "set"))
@@ -237,7 +295,7 @@ class HashStore(Store):
     def check(self, keys):
         keys = _check_keys(keys, "check")
         with self._changed:
-            return not self._table.missing(keys)
+            return not self._missing(keys)
 
     def delete_key(self, key):
         return self._update(self._table.delete, _check_key(key, "delete_key"))
@@ -245,6 +303,44 @@ class HashStore(Store):
     def num_keys(self):
         with self._changed:
             return len(self._table.data)
+
+    def list_keys(self):
+        with self._changed:
+            return list(self._table.data)
+
+    def clone(self):
+        return self  # one object in one process: every thread may share it
+
+    def queue_push(self, key, value):
+        key, value = _check_key(key, "queue_push"), _as_bytes(value, "queue_push")
+        with self._changed:  # the queue is looked up under the lock: a pop may drop an emptied one
+            self._queues[key].append(value)
+            self._changed.notify_all()
+
+    def queue_pop(self, key, block=True):
+        return self._queue_pop(_check_key(key, "queue_pop"), _check_block(block), self.timeout)
+
+    def _queue_pop(self, key, block, timeout):
+        # Waiting and taking under one lock: a value another waiter took first is never
+        # reported as an empty queue.
+        with self._changed:
+            if block:
+                self._wait_locked([key], timeout)
+            queue = self._queues.get(key)
+            if not queue:
+                raise QueueEmptyError("queue is empty")
+            value = queue.popleft()
+            if not queue:
+                del self._queues[key]
+            return value
+
+    def queue_len(self, key):
+        key = _check_key(key, "queue_len")
+        with self._changed:
+            return len(self._queues.get(key, ()))
+
+    def has_extended_api(self):
+        return True
 
 
 # ---- TCPStore ----
@@ -314,6 +410,10 @@ class _Server:
             b"check": lambda *ks: [b"1" if self.keys.check([k.decode() for k in ks]) else b"0"],
             b"delete": lambda k: [b"1" if self.keys.delete_key(k.decode()) else b"0"],
             b"num_keys": lambda: [str(self.keys.num_keys()).encode()],
+            b"list_keys": lambda: [k.encode() for k in self.keys.list_keys()],
+            b"queue_push": lambda k, v: self.keys.queue_push(k.decode(), v),
+            b"queue_pop": lambda k, block, ms: [self.keys._queue_pop(k.decode(), block == b"1", _from_ms(ms))],
+            b"queue_len": lambda k: [str(self.keys.queue_len(k.decode())).encode()],
         }
         threading.Thread(target=self._accept_loop, name=f"TCPStore-server-{self.port}", daemon=True).start()
 
@@ -392,7 +492,8 @@ class _Server:
                 conn.shutdown(socket.SHUT_RDWR)
 
 
-_REMOTE_ERRORS = {b"DistStoreError": DistStoreError, b"ValueError": ValueError, b"TypeError": TypeError}
+_REMOTE_ERRORS = {b"DistStoreError": DistStoreError, b"QueueEmptyError": QueueEmptyError, b"ValueError": ValueError,
+                  b"TypeError": TypeError}
 
 
 class TCPStore(Store):
@@ -403,9 +504,18 @@ class TCPStore(Store):
 
     With `world_size` and `wait_for_workers`, every store counts itself in the key "init/" and the
     master's constructor returns once `world_size` stores joined (so `num_keys` is one more than
-    the keys you set, as in torch). `multi_tenant=True` lets the TCPStores of one process share the
-    server of a port. `master_listen_fd` is an already listening socket for the master;
-    `use_libuv` picks torch's server implementation and changes nothing here."""
+    the keys you set, as in torch; a negative `world_size` means none, as torch's). `multi_tenant=True`
+    lets the TCPStores of one process share the server of a port. `master_listen_fd` is an already
+    listening socket for the master.
+
+    `use_libuv`: torch has two servers, the libuv one (its default) and the legacy one, which
+    lacks the queue operations. Ember has neither: its server is one Python thread per client,
+    with the libuv server's whole protocol. So `use_libuv` picks which of torch's behaviours the
+    store presents: True (the default) serves everything; False behaves as torch's legacy server,
+    whose queue operations raise NotImplementedError. `libuvBackend` reports the choice, as
+    torch's reports the option it was given (a client trusts its own option there too); it never
+    means that libuv runs. rendezvous' tcp:// and env:// read it from the URL's `use_libuv=0|1`,
+    else the USE_LIBUV environment variable (default 1), as torch."""
 
     def __init__(self, host_name, port, world_size=None, is_master=False, timeout=DEFAULT_TIMEOUT,
                  wait_for_workers=True, multi_tenant=False, master_listen_fd=None, use_libuv=True):
@@ -414,12 +524,17 @@ class TCPStore(Store):
             raise TypeError(f"TCPStore: host_name must be a non-empty str, but got {host_name!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 2 ** 16:
             raise ValueError(f"port must have value from 0 to 65535 but was {port!r}.")
-        if world_size is not None and (isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1):
-            raise ValueError(f"TCPStore: world_size must be None or a positive int, but got {world_size!r}")
+        if world_size is not None and (isinstance(world_size, bool) or not isinstance(world_size, int)):
+            raise TypeError(f"TCPStore: world_size must be None or an int, but got {world_size!r}")
+        if world_size == 0:
+            raise ValueError("TCPStore world size cannot be 0")
         if not is_master and port == 0:
             raise ValueError("TCPStore: a client needs the master's port (port 0 only lets the master pick one)")
+        if not isinstance(use_libuv, bool):
+            raise TypeError(f"TCPStore: use_libuv must be a bool, but got {type(use_libuv).__name__}")
+        world_size = world_size if world_size is None or world_size > 0 else None
         self.host = host_name
-        self.libuvBackend = False
+        self._use_libuv = use_libuv
         self._lock = threading.Lock()
         self._sock = None
         self._server = _Server.acquire(port, multi_tenant, master_listen_fd) if is_master else None
@@ -513,6 +628,43 @@ class TCPStore(Store):
 
     def num_keys(self):
         return int(self._call(b"num_keys")[0])
+
+    @property
+    def libuvBackend(self):  # noqa: N802 (torch's name)
+        """Whether the store presents torch's libuv server (see the class's docstring: the
+        `use_libuv` it was made with; Ember runs no libuv)."""
+        return self._use_libuv
+
+    def has_extended_api(self):
+        return True
+
+    def list_keys(self):
+        # Keys set through TCPStores carry the "/" prefix; "init/" (the join counter) is not listed.
+        return [k[1:].decode() for k in self._call(b"list_keys") if k.startswith(b"/")]
+
+    def clone(self):
+        """A new client of the same server (its own connection), as torch's."""
+        return TCPStore(self.host, self.port, is_master=False, timeout=self.timeout, wait_for_workers=False,
+                        use_libuv=self._use_libuv)
+
+    def _check_queues(self):
+        if not self._use_libuv:
+            raise NotImplementedError("queues not implemented on legacy TCPStore backend")
+
+    def queue_push(self, key, value):
+        self._check_queues()
+        self._call(b"queue_push", self._wire(key, "queue_push"), _as_bytes(value, "queue_push"))
+
+    def queue_pop(self, key, block=True):
+        self._check_queues()
+        key, block = self._wire(key, "queue_pop"), _check_block(block)
+        # The server waits and takes in one step, so the reply may take up to the timeout.
+        return self._call(b"queue_pop", key, b"1" if block else b"0", _ms(self.timeout),
+                          server_wait=self.timeout if block else None)[0]
+
+    def queue_len(self, key):
+        self._check_queues()
+        return int(self._call(b"queue_len", self._wire(key, "queue_len"))[0])
 
 
 # ---- FileStore ----
@@ -694,6 +846,10 @@ class FileStore(Store):
     def num_keys(self):
         return sum(1 for k in self._read() if k.startswith("/"))
 
+    def clone(self):
+        """Another FileStore of the same file (one more user of it, as torch's)."""
+        return FileStore(self.path, self.world_size)
+
 
 class PrefixStore(Store):
     """`store` with every key put under "`prefix`/" (torch.distributed.PrefixStore), so that
@@ -710,6 +866,14 @@ class PrefixStore(Store):
     @property
     def underlying_store(self):
         return self._store
+
+    @property
+    def _underlying_non_prefix_store(self):
+        """The store under every layer of PrefixStore (torch's private helper, used by its users)."""
+        store = self._store
+        while isinstance(store, PrefixStore):
+            store = store.underlying_store
+        return store
 
     @property
     def timeout(self):
@@ -747,3 +911,22 @@ class PrefixStore(Store):
 
     def num_keys(self):
         return self._store.num_keys()
+
+    def list_keys(self):
+        start = f"{self._prefix}/"
+        return [k[len(start):] for k in self._store.list_keys() if k.startswith(start)]
+
+    def clone(self):
+        return PrefixStore(self._prefix, self._store.clone())
+
+    def has_extended_api(self):
+        return self._store.has_extended_api()
+
+    def queue_push(self, key, value):
+        self._store.queue_push(self._key(key, "queue_push"), value)
+
+    def queue_pop(self, key, block=True):
+        return self._store.queue_pop(self._key(key, "queue_pop"), block)
+
+    def queue_len(self, key):
+        return self._store.queue_len(self._key(key, "queue_len"))

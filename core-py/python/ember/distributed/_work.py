@@ -54,6 +54,10 @@ class DistNetworkError(DistError):
     """A store could not listen, connect, or lost its connection (torch's DistNetworkError)."""
 
 
+class QueueEmptyError(DistStoreError):
+    """A non-blocking `queue_pop` found the store's queue empty (torch.distributed.QueueEmptyError)."""
+
+
 class _Health:
     """Process-wide failure state: the first failure seen, and the failure-notice channel."""
 

@@ -18,8 +18,8 @@ import ember
 from ember.distributed import _mpi
 from ember.distributed._mpi import ReduceOp, check_reduce_op, check_tensor, dtype_code, mpi_buffer, mpi_op, mpi_vector, view
 from ember.distributed._store import FileStore, HashStore, PrefixStore, Store, TCPStore
-from ember.distributed._work import (Channel, DistBackendError, DistError, DistNetworkError, DistStoreError, Last, Work,
-                                     health)
+from ember.distributed._work import (Channel, DistBackendError, DistError, DistNetworkError, DistStoreError, Last,
+                                     QueueEmptyError, Work, health)
 from ember.distributed.constants import default_pg_timeout
 from ember.distributed.rendezvous import query_dict, register_rendezvous_handler, rendezvous
 
@@ -953,7 +953,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
 
 __all__ = [
     "Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "FileStore", "GroupMember",
-    "HashStore", "P2POp", "PrefixStore", "ProcessGroup", "ReduceOp", "Store", "TCPStore", "Work",
+    "HashStore", "P2POp", "PrefixStore", "ProcessGroup", "QueueEmptyError", "ReduceOp", "Store", "TCPStore", "Work",
     "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single",
     "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list", "default_pg_timeout",
     "destroy_process_group", "gather", "gather_object", "get_backend", "get_global_rank", "get_group_rank",

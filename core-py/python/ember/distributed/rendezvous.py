@@ -81,11 +81,16 @@ def _node_arguments(method, query):
             _int_argument(method, query, "world_size", "world size parameter missing"))
 
 
-def _tcp_store(host, port, rank, world_size, timeout):
+def _use_libuv(query):
+    """torch's rule: the URL's use_libuv=1|0, else USE_LIBUV (default "1"); see TCPStore."""
+    return query.get("use_libuv", os.environ.get("USE_LIBUV", "1")) == "1"
+
+
+def _tcp_store(host, port, rank, world_size, timeout, query):
     """Rank 0 serves the store (multi-tenant, as torch: other stores of the process may share it)."""
     if not 0 <= port < 2 ** 16:
         raise ValueError(f"port must have value from 0 to 65535 but was {port}.")
-    return TCPStore(host, port, world_size, rank == 0, timeout, multi_tenant=True)
+    return TCPStore(host, port, world_size, rank == 0, timeout, multi_tenant=True, use_libuv=_use_libuv(query))
 
 
 def _file_rendezvous_handler(url, **kwargs):
@@ -101,8 +106,9 @@ def _tcp_rendezvous_handler(url, timeout=default_pg_timeout, **kwargs):
     result = urlparse(url)
     if not result.port:
         raise _error("tcp://", "port number missing")
-    rank, world_size = _node_arguments("tcp://", query_dict(result.query))
-    yield _tcp_store(result.hostname, result.port, rank, world_size, timeout), rank, world_size
+    query = query_dict(result.query)
+    rank, world_size = _node_arguments("tcp://", query)
+    yield _tcp_store(result.hostname, result.port, rank, world_size, timeout, query), rank, world_size
     raise RuntimeError("Unable to perform re-rendezvous using tcp:// method")
 
 
@@ -120,7 +126,7 @@ def _env_rendezvous_handler(url, timeout=default_pg_timeout, **kwargs):
     rank = int(query["rank"]) if "rank" in query else int(from_env("RANK"))
     world_size = int(query["world_size"]) if "world_size" in query else int(from_env("WORLD_SIZE"))
     host, port = from_env("MASTER_ADDR"), int(from_env("MASTER_PORT"))
-    yield _tcp_store(host, port, rank, world_size, timeout), rank, world_size
+    yield _tcp_store(host, port, rank, world_size, timeout, query), rank, world_size
     raise RuntimeError("Unable to perform re-rendezvous using env:// method")
 
 
