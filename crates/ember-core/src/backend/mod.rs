@@ -22,6 +22,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::index::{IndexShape, Reduce};
+use crate::ops::conv::Geom;
 use crate::ops::pool::{Axis, Divisor};
 use crate::ops::random::Distribution;
 use crate::ops::scan::ScanOp;
@@ -155,6 +156,25 @@ pub trait Backend: Send + Sync {
     /// `out = x * scale[r] + shift[r]` for each row `r` of the contiguous `x` and `out`.
     fn affine_rows(&self, x: &Tensor, scale: &[f64], shift: &[f64], out: &Tensor) -> Result<()> {
         unsupported("native_batch_norm", self.name(), x.dtype())
+    }
+
+    // ---- convolution (float dtypes): `x` is `[N, C, *spatial]`, `geom` the op's geometry
+    // (three dims, unit ones in front for fewer); results come in `weight`'s dtype and a memory
+    // format of the backend's choosing ----
+    /// `[N, out, *geom.output]` = `x` convolved with `weight` (`[out, C/groups, *kernel]`),
+    /// plus `bias` (`[out]`).
+    fn conv(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, geom: &Geom) -> Result<Tensor> {
+        unsupported("convolution", self.name(), x.dtype())
+    }
+    /// The transposed convolution, `[N, out, *geom.input]`, of `x` (`[N, C, *geom.output]`) with
+    /// `weight` (`[C, out/groups, *kernel]`), plus `bias`: the adjoint of `conv` in its input.
+    fn conv_transpose(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, geom: &Geom) -> Result<Tensor> {
+        unsupported("convolution", self.name(), x.dtype())
+    }
+    /// The gradient `[out, C/groups, *kernel]` of `conv(x, w)`'s weight, for the output
+    /// gradient `g` (`[N, out, *geom.output]`), in `x`'s dtype.
+    fn conv_weight_grad(&self, x: &Tensor, g: &Tensor, groups: usize, geom: &Geom) -> Result<Tensor> {
+        unsupported("convolution_backward", self.name(), x.dtype())
     }
 
     // ---- pooling (float dtypes) over the last `dims` dims of `x`, whose D, H, W windows (unit

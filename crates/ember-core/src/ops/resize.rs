@@ -5,7 +5,8 @@
 //! PyTorch's antialiased kernel do). A pass maps `[outer, n_in, inner]` to `[outer, n_out, inner]`
 //! through a table of taps: for each output position, the input positions it reads and their
 //! weights. Inner runs are contiguous, so the passes over leading dims vectorise.
-use super::conv::{check_float, compute_dtype};
+use super::conv::check_float;
+use crate::backend::cpu::conv::compute_dtype;
 use crate::backend::cpu::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};

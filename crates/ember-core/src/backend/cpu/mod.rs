@@ -1,10 +1,7 @@
 //! The CPU backend: host memory (`storage::CpuStorage`) and the kernels that read it through
 //! raw pointers, vectorised at runtime for the CPU at hand.
 pub mod binary;
-pub(crate) mod conv_bf16;
-pub(crate) mod conv_direct;
-pub(crate) mod conv_small;
-pub(crate) mod conv_weight_grad;
+pub mod conv;
 pub(crate) mod fft_plan;
 pub mod half;
 pub mod index;
@@ -27,6 +24,7 @@ use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::index::{IndexShape, Reduce};
+use crate::ops::conv::Geom;
 use crate::ops::pool::{Axis, Divisor};
 use crate::backend::cpu::map::{for_each_indexed, ternary_into, unary_into, Ptr};
 use crate::ops::random::Distribution;
@@ -210,6 +208,18 @@ impl Backend for Cpu {
     fn cum_extreme(&self, x: &Tensor, dim: usize, max: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
         scan::cum_extreme(x, dim, max, values, indices);
         Ok(())
+    }
+
+    fn conv(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, geom: &Geom) -> Result<Tensor> {
+        conv::conv(x, weight, bias, groups, geom)
+    }
+
+    fn conv_transpose(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, geom: &Geom) -> Result<Tensor> {
+        conv::conv_transpose(x, weight, bias, groups, geom)
+    }
+
+    fn conv_weight_grad(&self, x: &Tensor, g: &Tensor, groups: usize, geom: &Geom) -> Result<Tensor> {
+        conv::weight_grad::weight_grad(x, g, groups, geom)
     }
 
     fn max_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3]) -> Result<(Tensor, Tensor)> {

@@ -5,8 +5,7 @@
 use crate::autograd::{needs_grad, record, untracked};
 use crate::bail;
 use crate::error::Result;
-use crate::ops::conv::{conv as conv_kernel, conv_transpose as conv_transpose_kernel, ConvPadding};
-use crate::backend::cpu::conv_weight_grad::weight_grad as weight_grad_kernel;
+use crate::ops::conv::{conv as conv_kernel, conv_transpose as conv_transpose_kernel, to3, ConvPadding, Geom};
 use crate::ops::pad::{pad, PadMode};
 use crate::ops::binary::Scalar;
 use crate::ops::matmul::matmul;
@@ -29,7 +28,15 @@ fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[i64], pad_: &
         return weight_grad_recorded(x, g, kernel, stride, pad_, dilation, groups);
     }
     let usize_of = |v: &[i64]| v.iter().map(|&e| e as usize).collect::<Vec<_>>();
-    weight_grad_kernel(x, g, kernel, &usize_of(stride), &usize_of(pad_), &usize_of(dilation), groups)
+    let geom = Geom {
+        input: to3(&x.shape()[2..], 1),
+        output: to3(&g.shape()[2..], 1),
+        kernel: to3(kernel, 1),
+        stride: to3(&usize_of(stride), 1),
+        pad: to3(&usize_of(pad_), 0),
+        dilation: to3(&usize_of(dilation), 1),
+    };
+    crate::backend::serving(x, [g])?.conv_weight_grad(x, g, groups, &geom)
 }
 
 /// The input gradient of a stride-1 `conv(x, w)`: the output gradient convolved with the

@@ -70,7 +70,7 @@ impl<T> Job<T> {
 }
 
 /// conv2d of a channels-last `x [N, C, H, W]` (float32 or float64, or bfloat16 where
-/// `conv_bf16::applies`) with `weight [K, C/groups,
+/// `conv::bf16::applies`) with `weight [K, C/groups,
 /// kh, kw]` (any layout) and an optional contiguous `bias [K]`; the result is channels-last.
 pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, g: &Geom2) -> crate::error::Result<Tensor> {
     let (n, c, k) = (x.shape()[0], x.shape()[1], weight.shape()[0]);
@@ -257,7 +257,7 @@ unsafe fn gemm_into<T: Element>((m, n, k): (usize, usize, usize), (dst, dst_rs):
     }
 }
 
-/// bfloat16 on the bf16 GEMM (`ops/conv_bf16.rs` has the rationale): per tile of positions and
+/// bfloat16 on the bf16 GEMM (`conv/bf16.rs` has the rationale): per tile of positions and
 /// group, `out[tile, group] = bias + columns · W[group]ᵀ`, written by the GEMM through the output's
 /// row stride, summed in float32 and rounded once.
 fn run_bf16(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &Tensor, groups: usize, g: &Geom2) {

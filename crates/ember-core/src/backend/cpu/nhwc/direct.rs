@@ -21,7 +21,7 @@ const INPUTS_IN_L2: usize = 256 << 10;
 
 /// Whether the direct kernel runs this conv: float32 on AVX-512 without groups, with enough
 /// channels that a tap's loop is worth its setup (a 1x1 stride-1 conv is a plain GEMM already)
-/// and output rows at least a tile wide: a narrower row leaves accumulators idle. `conv_small`,
+/// and output rows at least a tile wide: a narrower row leaves accumulators idle. `conv::small`,
 /// the same micro-kernel over NCHW-ordered padded planes, takes the narrow-image convs it
 /// prefers before the NHWC path is asked (it pairs rows up to 7 wide); copying a large NHWC
 /// image into its planes is a transpose, which is why wide rows come here.

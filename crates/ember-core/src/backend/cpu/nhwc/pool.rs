@@ -2,7 +2,7 @@
 //! position folds its window's input positions, every one a contiguous run of all channels.
 use super::{nhwc_view, uninit_channels_last};
 use crate::dtype::{DType, Element};
-use crate::ops::conv::compute_dtype;
+use crate::backend::cpu::conv::compute_dtype;
 use crate::backend::cpu::map::Ptr;
 use crate::ops::pool::{Axis, Divisor};
 use crate::parallel::{for_range, GRAIN};

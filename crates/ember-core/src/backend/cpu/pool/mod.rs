@@ -5,7 +5,7 @@ pub(crate) mod simd;
 use crate::backend::cpu::map::Ptr;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
-use crate::ops::conv::compute_dtype;
+use crate::backend::cpu::conv::compute_dtype;
 use crate::ops::pool::{Axis, Divisor};
 use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;

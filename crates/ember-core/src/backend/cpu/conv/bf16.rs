@@ -5,10 +5,11 @@
 //! GEMM so it is wide enough for the micro-kernel; a 1x1 stride-1 conv of one image multiplies
 //! the input itself. The channels-last twin is in `nhwc/conv.rs`. Only where
 //! `half::gemm::available()`; elsewhere bf16 convs compute in float32.
-use crate::ops::conv::{im2col_split, Geom};
-use super::half::gemm::{self as bgemm, Mat, MatMut};
-use super::half::Half;
-use super::map::Ptr;
+use super::im2col_split;
+use crate::ops::conv::Geom;
+use crate::backend::cpu::half::gemm::{self as bgemm, Mat, MatMut};
+use crate::backend::cpu::half::Half;
+use crate::backend::cpu::map::Ptr;
 use crate::dtype::DType;
 use crate::parallel::{for_range, pool, GRAIN};
 use crate::tensor::Tensor;

@@ -7,8 +7,8 @@
 //! pixel it reads (any stride is an address step), and streams the weights from a copy of one
 //! block of 32 channels packed as `[reduction index][32]`, made by the thread that uses it.
 //! Every lane computes a real output.
-use super::conv_direct::Conv2d;
-use super::map::{prefetch, Ptr};
+use super::direct::Conv2d;
+use crate::backend::cpu::map::{prefetch, Ptr};
 use crate::parallel::for_range;
 
 const LANES: usize = 16;
@@ -30,7 +30,7 @@ pub(crate) fn preferred(c: &Conv2d, images: usize) -> bool {
         _ => false,
     };
     let positions = images * c.output[0] * c.output[1];
-    narrow && positions >= 128 && c.out_channels >= CB && c.kernel != [1, 1] && super::map::has_avx512()
+    narrow && positions >= 128 && c.out_channels >= CB && c.kernel != [1, 1] && crate::backend::cpu::map::has_avx512()
 }
 
 /// Element strides of a 4-d operand: (image, channel, row, column) for `x` and `out`, (output
@@ -314,7 +314,7 @@ mod tests {
     /// groups, strides, dilation and padding, against the reference.
     #[test]
     fn matches_a_float64_reference() {
-        if !super::super::map::has_avx512() {
+        if !crate::backend::cpu::map::has_avx512() {
             return;
         }
         let cases = [

@@ -8,7 +8,7 @@
 //! consecutive in memory: one vector load serves 16 outputs of a tap wherever they wrap rows.
 //! The micro-kernel keeps 8 output channels × `NV` vectors of 16 positions in registers and
 //! broadcasts weights straight from the caller's `[out, in, kh, kw]` layout, so nothing is packed.
-use super::map::{has_avx512, Ptr};
+use crate::backend::cpu::map::{has_avx512, Ptr};
 use crate::parallel::pool;
 use rayon::prelude::*;
 
@@ -271,7 +271,7 @@ unsafe fn micro_kernel<const NV: usize>(x: *const f32, offsets: &[usize], weight
             if j < rows && s.mask != 0 {
                 let packed = _mm512_maskz_compress_ps(s.mask, acc[j][v]);
                 let n = s.mask.count_ones();
-                _mm512_mask_storeu_ps(out.add(j * out_plane + s.first), super::map::lanes(n as usize), packed);
+                _mm512_mask_storeu_ps(out.add(j * out_plane + s.first), crate::backend::cpu::map::lanes(n as usize), packed);
             }
         }
     }

@@ -5,33 +5,25 @@
 use std::ops::{AddAssign, Range};
 use std::sync::Mutex;
 
-use crate::ops::conv::{compute_dtype, gemm, im2col_split, to3, Geom, COLUMN_BUDGET};
-use super::map::Ptr;
+use super::{compute_dtype, gemm, im2col_split, COLUMN_BUDGET};
+use crate::ops::conv::Geom;
+use crate::backend::cpu::map::Ptr;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::parallel::{for_range, pool};
 use crate::tensor::Tensor;
 
-/// `dL/dw` of `conv(x, w)` (explicit padding) for output gradient `g`: `x` is `[N, Cin, *in]`,
-/// `g` is `[N, Cout, *out]`; the result is `[Cout, Cin/groups, *kernel]` in `x`'s dtype.
-pub(crate) fn weight_grad(x: &Tensor, g: &Tensor, kernel: &[usize], stride: &[usize], pad: &[usize], dilation: &[usize], groups: usize) -> Result<Tensor> {
+/// `Backend::conv_weight_grad` on host memory.
+pub fn weight_grad(x: &Tensor, g: &Tensor, groups: usize, geom: &Geom) -> Result<Tensor> {
     let c = compute_dtype(x.dtype());
     let (xc, gc) = (x.to_dtype(c)?.contiguous()?, g.to_dtype(c)?.contiguous()?);
-    let geom = Geom {
-        input: to3(&x.shape()[2..], 1),
-        output: to3(&g.shape()[2..], 1),
-        kernel: to3(kernel, 1),
-        stride: to3(stride, 1),
-        pad: to3(pad, 0),
-        dilation: to3(dilation, 1),
-    };
     let mut shape = vec![g.shape()[1], x.shape()[1] / groups];
-    shape.extend(kernel);
+    shape.extend(&geom.kernel[3 - (x.ndim() - 2)..]);
     let out = Tensor::zeros(&shape, c)?;
     if c == DType::F64 {
-        accumulate::<f64>(&xc, &gc, &geom, groups, &out);
+        accumulate::<f64>(&xc, &gc, geom, groups, &out);
     } else {
-        accumulate::<f32>(&xc, &gc, &geom, groups, &out);
+        accumulate::<f32>(&xc, &gc, geom, groups, &out);
     }
     Ok(out.to_dtype(x.dtype())?)
 }
