@@ -177,6 +177,23 @@ pub trait Backend: Send + Sync {
         unsupported("convolution_backward", self.name(), x.dtype())
     }
 
+    // ---- discrete Fourier transforms over `dims` (distinct, non-empty), the result multiplied
+    // by `scale` (the op's normalisation); float16 and complex32 may compute in float32 ----
+    /// The complex transform of complex `x` (forward: `e^{-2πi jk/n}`), in `x`'s dtype.
+    fn fft_c2c(&self, x: &Tensor, dims: &[usize], forward: bool, scale: f64) -> Result<Tensor> {
+        unsupported("_fft_c2c", self.name(), x.dtype())
+    }
+    /// The forward transform of real `x`, complex of `x`'s precision; `onesided` keeps the last
+    /// dim's first `n/2 + 1` outputs.
+    fn fft_r2c(&self, x: &Tensor, dims: &[usize], onesided: bool, scale: f64) -> Result<Tensor> {
+        unsupported("_fft_r2c", self.name(), x.dtype())
+    }
+    /// The inverse transform of complex `x`, whose last dim holds the first `n/2 + 1`
+    /// coefficients of a hermitian signal of `last_size` points: real, of `x`'s precision.
+    fn fft_c2r(&self, x: &Tensor, dims: &[usize], last_size: usize, scale: f64) -> Result<Tensor> {
+        unsupported("_fft_c2r", self.name(), x.dtype())
+    }
+
     // ---- pooling (float dtypes) over the last `dims` dims of `x`, whose D, H, W windows (unit
     // axes in front for fewer dims) the op computed; results have `x`'s leading dims, then the
     // window counts, in `x`'s dtype and a memory format of the backend's choosing ----

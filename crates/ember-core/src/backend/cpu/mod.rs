@@ -2,7 +2,7 @@
 //! raw pointers, vectorised at runtime for the CPU at hand.
 pub mod binary;
 pub mod conv;
-pub(crate) mod fft_plan;
+pub mod fft;
 pub mod half;
 pub mod index;
 pub mod map;
@@ -220,6 +220,18 @@ impl Backend for Cpu {
 
     fn conv_weight_grad(&self, x: &Tensor, g: &Tensor, groups: usize, geom: &Geom) -> Result<Tensor> {
         conv::weight_grad::weight_grad(x, g, groups, geom)
+    }
+
+    fn fft_c2c(&self, x: &Tensor, dims: &[usize], forward: bool, scale: f64) -> Result<Tensor> {
+        fft::c2c(x, dims, forward, scale)
+    }
+
+    fn fft_r2c(&self, x: &Tensor, dims: &[usize], onesided: bool, scale: f64) -> Result<Tensor> {
+        fft::r2c(x, dims, onesided, scale)
+    }
+
+    fn fft_c2r(&self, x: &Tensor, dims: &[usize], last_size: usize, scale: f64) -> Result<Tensor> {
+        fft::c2r(x, dims, last_size, scale)
     }
 
     fn max_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3]) -> Result<(Tensor, Tensor)> {
