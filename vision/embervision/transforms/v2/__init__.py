@@ -1,0 +1,49 @@
+"""`torchvision.transforms.v2`: transforms that take whole samples (images, videos, masks, bounding
+boxes, labels, in any nesting of tuples, lists and dicts) and move their parts together.
+
+Inputs: `embervision.tv_tensors` tell the transforms what a tensor holds; a plain tensor is the
+image (only the first one, and only when no Image/Video/PIL image is present); PIL images work
+where TorchVision's do; anything else passes through. See `Transform` for writing your own.
+"""
+from ..functional import InterpolationMode
+from . import functional
+from ._augment import CutMix, MixUp, RandomErasing
+from ._color import (
+    ColorJitter, Grayscale, RandomAdjustSharpness, RandomAutocontrast, RandomEqualize, RandomGrayscale, RandomInvert,
+    RandomPosterize, RandomSolarize,
+)
+from ._container import Compose, RandomApply, RandomChoice, RandomOrder
+from ._geometry import (
+    CenterCrop, Pad, RandomAffine, RandomCrop, RandomHorizontalFlip, RandomResizedCrop, RandomRotation,
+    RandomVerticalFlip, Resize,
+)
+from ._misc import (
+    ClampBoundingBoxes, ConvertBoundingBoxFormat, ConvertImageDtype, GaussianBlur, Identity, Lambda, Normalize,
+    PILToTensor, SanitizeBoundingBoxes, ToDtype, ToImage, ToPILImage, ToPureTensor,
+)
+from ._transform import Transform
+
+# TorchVision v2 transforms not built here (vision/README.md lists them).
+_MISSING = {
+    "AugMix", "AutoAugment", "AutoAugmentPolicy", "RandAugment", "TrivialAugmentWide", "ElasticTransform",
+    "FiveCrop", "TenCrop", "RandomPerspective", "RandomIoUCrop", "RandomZoomOut", "RandomResize",
+    "RandomShortestSize", "ScaleJitter", "RandomPhotometricDistort", "RandomChannelPermutation", "RGB",
+    "LinearTransformation", "UniformTemporalSubsample", "ToTensor", "JPEG", "GaussianNoise", "ClampKeyPoints",
+    "SanitizeKeyPoints",
+}
+
+
+def __getattr__(name):
+    if name in _MISSING:
+        raise NotImplementedError(f"embervision.transforms.v2.{name} is not implemented yet (see vision/README.md)")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose", "ConvertBoundingBoxFormat", "ConvertImageDtype",
+    "CutMix", "GaussianBlur", "Grayscale", "Identity", "InterpolationMode", "Lambda", "MixUp", "Normalize", "Pad",
+    "PILToTensor", "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast", "RandomChoice",
+    "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert",
+    "RandomOrder", "RandomPosterize", "RandomResizedCrop", "RandomRotation", "RandomSolarize", "RandomVerticalFlip",
+    "Resize", "SanitizeBoundingBoxes", "ToDtype", "ToImage", "ToPILImage", "ToPureTensor", "Transform", "functional",
+]

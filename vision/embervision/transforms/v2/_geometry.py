@@ -1,0 +1,266 @@
+"""Geometric v2 transforms: images, videos, masks and bounding boxes move together.
+
+Random parameters are drawn from ember's generator in the same order as the v1 transforms, so a
+seed gives a v2 transform the same crop, angle or flip as its v1 counterpart.
+"""
+import math
+import numbers
+import warnings
+from collections.abc import Sequence
+
+from ..functional import InterpolationMode, _interpolation_modes_from_int
+from ..transforms import _check_sequence_input, _randint, _setup_angle, _uniform
+from . import functional as F
+from ._transform import Transform, _get_fill, _RandomApplyTransform, _setup_fill_arg, _setup_size, query_size
+from .functional._geometry import _parse_padding
+
+_SIZE_ERROR = "Please provide only two dimensions (h, w) for size."
+
+
+def _check_interpolation(interpolation):
+    if isinstance(interpolation, int):
+        return _interpolation_modes_from_int(interpolation)
+    if not isinstance(interpolation, InterpolationMode):
+        raise ValueError(f"Argument interpolation should be an `InterpolationMode` or a corresponding Pillow "
+                         f"integer constant, but got {interpolation}.")
+    return interpolation
+
+
+def _check_padding_mode(padding_mode):
+    if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
+        raise ValueError("Padding mode should be either constant, edge, reflect or symmetric")
+
+
+class RandomHorizontalFlip(_RandomApplyTransform):
+    """Mirrors the sample left to right with probability `p`."""
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.horizontal_flip, inpt)
+
+
+class RandomVerticalFlip(_RandomApplyTransform):
+    """Mirrors the sample top to bottom with probability `p`."""
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.vertical_flip, inpt)
+
+
+class Resize(Transform):
+    """Resizes to `size` (h, w), or the shorter edge to `size` when it is an int / 1-sequence."""
+
+    def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
+        super().__init__()
+        if isinstance(size, int):
+            size = [size]
+        elif isinstance(size, Sequence) and len(size) in (1, 2):
+            size = list(size)
+        else:
+            raise ValueError(f"size can either be an integer or a sequence of one or two integers, but got {size} "
+                             "instead.")
+        self.size = size
+        self.interpolation = _check_interpolation(interpolation)
+        self.max_size = max_size
+        self.antialias = antialias
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.resize, inpt, self.size, interpolation=self.interpolation,
+                                 max_size=self.max_size, antialias=self.antialias)
+
+
+class CenterCrop(Transform):
+    """Crops the centre `size` (h, w), padding with zeros where the input is smaller."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = _setup_size(size, error_msg=_SIZE_ERROR)
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.center_crop, inpt, output_size=self.size)
+
+
+class RandomResizedCrop(Transform):
+    """Crops a random area (fraction `scale` of the input, aspect `ratio`) and resizes it to `size`."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=InterpolationMode.BILINEAR, antialias=True):
+        super().__init__()
+        self.size = _setup_size(size, error_msg=_SIZE_ERROR)
+        if not isinstance(scale, Sequence):
+            raise TypeError("Scale should be a sequence")
+        if not isinstance(ratio, Sequence):
+            raise TypeError("Ratio should be a sequence")
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            warnings.warn("Scale and ratio should be of kind (min, max)")
+        self.scale = scale
+        self.ratio = ratio
+        self.interpolation = _check_interpolation(interpolation)
+        self.antialias = antialias
+
+    def make_params(self, flat_inputs):
+        height, width = query_size(flat_inputs)
+        area = height * width
+        log_ratio = (math.log(self.ratio[0]), math.log(self.ratio[1]))
+        for _ in range(10):
+            target_area = area * _uniform(self.scale[0], self.scale[1])
+            aspect_ratio = math.exp(_uniform(log_ratio[0], log_ratio[1]))
+            w = int(round(math.sqrt(target_area * aspect_ratio)))
+            h = int(round(math.sqrt(target_area / aspect_ratio)))
+            if 0 < w <= width and 0 < h <= height:
+                return dict(top=_randint(0, height - h + 1), left=_randint(0, width - w + 1), height=h, width=w)
+        # Fallback: the largest centred crop whose aspect lies within `ratio`.
+        in_ratio = width / height
+        if in_ratio < min(self.ratio):
+            w, h = width, int(round(width / min(self.ratio)))
+        elif in_ratio > max(self.ratio):
+            w, h = int(round(height * max(self.ratio))), height
+        else:
+            w, h = width, height
+        return dict(top=(height - h) // 2, left=(width - w) // 2, height=h, width=w)
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.resized_crop, inpt, **params, size=self.size, interpolation=self.interpolation,
+                                 antialias=self.antialias)
+
+
+class Pad(Transform):
+    """Pads each border by `padding` (int, (lr, tb) or (left, top, right, bottom)); `fill` may be a
+    {type: value} dict, e.g. `{tv_tensors.Image: 127, tv_tensors.Mask: 0}`."""
+
+    def __init__(self, padding, fill=0, padding_mode="constant"):
+        super().__init__()
+        if not isinstance(padding, (numbers.Number, tuple, list)):
+            raise TypeError("Got inappropriate padding arg")
+        if isinstance(padding, Sequence) and len(padding) not in (1, 2, 4):
+            raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a {len(padding)} element "
+                             "tuple")
+        _check_padding_mode(padding_mode)
+        self.padding = padding
+        self.fill = fill
+        self._fill = _setup_fill_arg(fill)
+        self.padding_mode = padding_mode
+
+    def transform(self, inpt, params):
+        fill = _get_fill(self._fill, type(inpt))
+        return self._call_kernel(F.pad, inpt, padding=self.padding, fill=fill, padding_mode=self.padding_mode)
+
+
+class RandomCrop(Transform):
+    """Crops a random `size` (h, w) window, after optional `padding` and `pad_if_needed` padding."""
+
+    def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
+        super().__init__()
+        self.size = _setup_size(size, error_msg=_SIZE_ERROR)
+        if padding is not None:
+            _parse_padding(padding)
+        _check_padding_mode(padding_mode)
+        self.padding = padding
+        self.pad_if_needed = pad_if_needed
+        self.fill = fill
+        self._fill = _setup_fill_arg(fill)
+        self.padding_mode = padding_mode
+
+    def make_params(self, flat_inputs):
+        height, width = query_size(flat_inputs)
+        left, top, right, bottom = _parse_padding(self.padding) if self.padding is not None else [0, 0, 0, 0]
+        height, width = height + top + bottom, width + left + right
+        crop_height, crop_width = self.size
+        if self.pad_if_needed and height < crop_height:
+            extra = crop_height - height
+            top, bottom, height = top + extra, bottom + extra, height + 2 * extra
+        if self.pad_if_needed and width < crop_width:
+            extra = crop_width - width
+            left, right, width = left + extra, right + extra, width + 2 * extra
+        if height < crop_height or width < crop_width:
+            raise ValueError(
+                f"Required crop size {(crop_height, crop_width)} is larger than input image size {(height, width)}")
+        if (height, width) == (crop_height, crop_width):
+            crop_top = crop_left = 0
+        else:
+            crop_top, crop_left = _randint(0, height - crop_height + 1), _randint(0, width - crop_width + 1)
+        return dict(padding=[left, top, right, bottom], top=crop_top, left=crop_left, height=crop_height,
+                    width=crop_width)
+
+    def transform(self, inpt, params):
+        if any(params["padding"]):
+            fill = _get_fill(self._fill, type(inpt))
+            inpt = self._call_kernel(F.pad, inpt, padding=params["padding"], fill=fill,
+                                     padding_mode=self.padding_mode)
+        return self._call_kernel(F.crop, inpt, top=params["top"], left=params["left"], height=params["height"],
+                                 width=params["width"])
+
+
+def _check_fill_type(fill):
+    if fill is not None and not isinstance(fill, (Sequence, numbers.Number, dict)):
+        raise TypeError("Fill should be either a sequence or a number.")
+
+
+class RandomRotation(Transform):
+    """Rotates by an angle drawn from `degrees` (counter-clockwise); boxes become the box around their
+    rotated corners."""
+
+    def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=0):
+        super().__init__()
+        self.degrees = _setup_angle(degrees, name="degrees", req_sizes=(2,))
+        self.interpolation = _check_interpolation(interpolation)
+        self.expand = expand
+        _check_fill_type(fill)
+        self.fill = fill
+        self._fill = _setup_fill_arg(fill)
+        if center is not None:
+            _check_sequence_input(center, "center", req_sizes=(2,))
+        self.center = center
+
+    def make_params(self, flat_inputs):
+        return dict(angle=_uniform(self.degrees[0], self.degrees[1]))
+
+    def transform(self, inpt, params):
+        fill = _get_fill(self._fill, type(inpt))
+        return self._call_kernel(F.rotate, inpt, **params, interpolation=self.interpolation, expand=self.expand,
+                                 center=self.center, fill=fill)
+
+
+class RandomAffine(Transform):
+    """Random rotation (`degrees`), translation (fractions of the size), `scale` and `shear`."""
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation=InterpolationMode.NEAREST,
+                 fill=0, center=None):
+        super().__init__()
+        self.degrees = _setup_angle(degrees, name="degrees", req_sizes=(2,))
+        if translate is not None:
+            _check_sequence_input(translate, "translate", req_sizes=(2,))
+            if not all(0.0 <= t <= 1.0 for t in translate):
+                raise ValueError("translation values should be between 0 and 1")
+        self.translate = translate
+        if scale is not None:
+            _check_sequence_input(scale, "scale", req_sizes=(2,))
+            if not all(s > 0 for s in scale):
+                raise ValueError("scale values should be positive")
+        self.scale = scale
+        self.shear = _setup_angle(shear, name="shear", req_sizes=(2, 4)) if shear is not None else None
+        self.interpolation = _check_interpolation(interpolation)
+        _check_fill_type(fill)
+        self.fill = fill
+        self._fill = _setup_fill_arg(fill)
+        if center is not None:
+            _check_sequence_input(center, "center", req_sizes=(2,))
+        self.center = center
+
+    def make_params(self, flat_inputs):
+        height, width = query_size(flat_inputs)
+        angle = _uniform(self.degrees[0], self.degrees[1])
+        translate = (0, 0)
+        if self.translate is not None:
+            max_dx, max_dy = float(self.translate[0] * width), float(self.translate[1] * height)
+            translate = (int(round(_uniform(-max_dx, max_dx))), int(round(_uniform(-max_dy, max_dy))))
+        scale = _uniform(self.scale[0], self.scale[1]) if self.scale is not None else 1.0
+        shear_x = shear_y = 0.0
+        if self.shear is not None:
+            shear_x = _uniform(self.shear[0], self.shear[1])
+            if len(self.shear) == 4:
+                shear_y = _uniform(self.shear[2], self.shear[3])
+        return dict(angle=angle, translate=translate, scale=scale, shear=(shear_x, shear_y))
+
+    def transform(self, inpt, params):
+        fill = _get_fill(self._fill, type(inpt))
+        return self._call_kernel(F.affine, inpt, **params, interpolation=self.interpolation, fill=fill,
+                                 center=self.center)
