@@ -61,6 +61,7 @@ PAIRS = [
     ("RandomAdjustSharpness", lambda m: m.RandomAdjustSharpness(2)),
     ("RandomAutocontrast", lambda m: m.RandomAutocontrast()),
     ("RandomEqualize", lambda m: m.RandomEqualize()),
+    ("RandomPerspective", lambda m: m.RandomPerspective(0.4, p=0.7)),
 ]
 
 
@@ -101,6 +102,19 @@ def test_v2_equals_v1_on_float_batches(name, make):
         want = t1(batch)
         ember.manual_seed(seed)
         np.testing.assert_array_equal(_np(t2(batch)), _np(want))
+
+
+@pytest.mark.parametrize("make", [lambda m: m.FiveCrop(10), lambda m: m.TenCrop((8, 12), vertical_flip=True)])
+def test_five_and_ten_crop_match_v1(make):
+    img = _img()
+    want = make(T1)(img)
+    for inpt in (img, tv_tensors.Image(img)):
+        got = make(v2)(inpt)
+        assert isinstance(got, tuple) and len(got) == len(want)
+        assert all(type(g) is type(inpt) for g in got)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(_np(g), _np(w))
+    assert len(make(v2)(F1.to_pil_image(img))) == len(want)
 
 
 def test_to_dtype_scale_matches_convert_image_dtype():
@@ -263,7 +277,8 @@ def test_pad_boxes_and_masks():
     with pytest.raises(ValueError, match="not supported with bounding boxes"):
         F.pad(boxes, 1, padding_mode="reflect")
     img, mask = v2.Pad(1, fill={tv_tensors.Image: 7, tv_tensors.Mask: 255})(
-        tv_tensors.Image(ember.zeros(3, 2, 2, dtype=ember.uint8)), tv_tensors.Mask(ember.zeros(2, 2, dtype=ember.uint8)))
+        tv_tensors.Image(ember.zeros(3, 2, 2, dtype=ember.uint8)),
+        tv_tensors.Mask(ember.zeros(2, 2, dtype=ember.uint8)))
     assert int(img[0, 0, 0]) == 7 and int(mask[0, 0]) == 255 and tuple(mask.shape) == (4, 4)
     rgb = F.pad(tv_tensors.Image(ember.zeros(3, 1, 1, dtype=ember.uint8)), 1, fill=[1, 2, 3])
     np.testing.assert_array_equal(_np(rgb)[:, 0, 0], [1, 2, 3])
@@ -307,7 +322,8 @@ def test_geometric_transforms_keep_boxes_on_their_objects():
     sample = (tv_tensors.Image(img), _boxes([[8, 6, 20, 14]]), tv_tensors.Mask(img[0] > 0))
     for t in [v2.RandomHorizontalFlip(1.0), v2.RandomVerticalFlip(1.0), v2.Pad((3, 1, 2, 5)), v2.CenterCrop(16),
               v2.RandomCrop(20), v2.Resize((12, 64), interpolation=T1.InterpolationMode.NEAREST),
-              v2.RandomRotation((90, 90)), v2.RandomRotation((-90, -90), expand=True)]:
+              v2.RandomRotation((90, 90)), v2.RandomRotation((-90, -90), expand=True),
+              v2.RandomZoomOut(p=1.0)]:
         ember.manual_seed(0)
         out_img, out_box, out_mask = t(*sample)
         ys, xs = np.nonzero(_np(out_img)[0])
@@ -315,6 +331,100 @@ def test_geometric_transforms_keep_boxes_on_their_objects():
                                    err_msg=repr(t))
         np.testing.assert_array_equal(_np(out_mask), _np(out_img)[0] > 0)
         assert out_box.canvas_size == tuple(out_img.shape[-2:])
+
+
+def test_perspective_boxes():
+    corners = [[0, 0], [31, 0], [31, 23], [0, 23]]
+    boxes = _boxes([[2, 3, 10, 12]])
+    same = F.perspective(boxes, corners, corners)
+    np.testing.assert_allclose(_np(same), _np(boxes), atol=1e-4)
+    moved = F.perspective(boxes, corners, [[x + 2, y + 3] for x, y in corners])
+    np.testing.assert_allclose(_np(moved), [[4, 6, 12, 15]], atol=1e-4)
+    img = ember.zeros(1, 24, 32, dtype=ember.uint8)
+    img[..., 3:12, 2:10] = 255
+    out = F.perspective(tv_tensors.Image(img), corners, [[x + 2, y + 3] for x, y in corners],
+                        interpolation=T1.InterpolationMode.NEAREST)
+    ys, xs = np.nonzero(_np(out)[0])
+    np.testing.assert_array_equal([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], [4, 6, 12, 15])
+    with pytest.raises(ValueError, match="shouldn't be defined concurrently"):
+        F.perspective(boxes, corners, corners, coefficients=[1, 0, 0, 0, 1, 0, 0, 0])
+
+
+def _coordinate_image(height, width):
+    """A uint8 image whose channels hold each pixel's x and y (so a crop tells where it came from)."""
+    ys, xs = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    return tv_tensors.Image(ember.from_numpy(np.stack([xs, ys, np.full_like(xs, 255)]).astype(np.uint8)))
+
+
+def test_random_zoom_out_moves_boxes_with_the_image():
+    img = _coordinate_image(24, 32)
+    boxes = _boxes([[2, 3, 10, 12]])
+    for seed in range(3):
+        ember.manual_seed(seed)
+        out_img, out_boxes = v2.RandomZoomOut(p=1.0, side_range=(1.5, 2.5))(img, boxes)
+        ys, xs = np.nonzero(_np(out_img)[2])  # where the original image landed
+        left, top = xs.min(), ys.min()
+        assert out_boxes.canvas_size == tuple(out_img.shape[-2:]) and out_img.shape[-1] >= 48
+        np.testing.assert_array_equal(_np(out_boxes), [[2 + left, 3 + top, 10 + left, 12 + top]])
+
+
+def test_random_iou_crop_marks_boxes_outside_the_crop():
+    img = _coordinate_image(60, 80)
+    boxes = _boxes([[5, 5, 20, 20], [30, 30, 60, 50], [65, 2, 78, 12]], canvas_size=(60, 80))
+    labels = ember.tensor([1, 2, 3])
+    cropped = 0
+    for seed in range(8):
+        ember.manual_seed(seed)
+        out_img, out_boxes, out_labels = v2.RandomIoUCrop()(img, boxes, labels)
+        assert out_labels is labels and out_boxes.canvas_size == tuple(out_img.shape[-2:])
+        left, top = int(out_img[0, 0, 0]), int(out_img[1, 0, 0])
+        height, width = out_img.shape[-2:]
+        cropped += (height, width) != (60, 80)
+        for box, out_box in zip(_np(boxes), _np(out_boxes)):
+            cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+            if left < cx < left + width and top < cy < top + height:
+                want = np.clip(box - [left, top, left, top], 0, [width, height, width, height])
+                np.testing.assert_allclose(out_box, want)
+            else:
+                np.testing.assert_array_equal(out_box, 0)
+    assert cropped > 0
+    with pytest.raises(TypeError, match="requires input sample"):
+        v2.RandomIoUCrop()(img)
+
+
+@pytest.mark.parametrize("t", [v2.ScaleJitter((24, 32)), v2.RandomShortestSize([12, 16, 30], max_size=40),
+                               v2.RandomResize(10, 20)], ids=["ScaleJitter", "RandomShortestSize", "RandomResize"])
+def test_random_resizes_scale_boxes_with_the_image(t):
+    boxes = _boxes([[2, 3, 10, 12]])
+    for seed in range(3):
+        ember.manual_seed(seed)
+        out_img, out_boxes = t(tv_tensors.Image(_img()), boxes)
+        height, width = out_img.shape[-2:]
+        assert out_boxes.canvas_size == (height, width)
+        np.testing.assert_allclose(_np(out_boxes), [[2 * width / 32, 3 * height / 24, 10 * width / 32,
+                                                     12 * height / 24]], rtol=1e-5)
+    if isinstance(t, v2.RandomShortestSize):
+        assert min(height, width) in (12, 16, 30) or max(height, width) == 40
+
+
+def test_channel_transforms():
+    img = tv_tensors.Image(_img())
+    ember.manual_seed(0)
+    out = v2.RandomChannelPermutation()(img)
+    assert sorted(_np(out)[:, 0, 0].tolist()) == sorted(_np(img)[:, 0, 0].tolist())
+    assert any(np.array_equal(_np(out)[0], _np(img)[c]) for c in range(3))
+    gray = v2.RGB()(tv_tensors.Image(_img((1, 4, 5))))
+    assert tuple(gray.shape) == (3, 4, 5) and np.array_equal(_np(gray)[0], _np(gray)[2])
+    assert v2.RGB()(Image.new("L", (4, 4))).mode == "RGB"
+    boxes = _boxes([[1, 2, 3, 4]])
+    distort = v2.RandomPhotometricDistort(p=1.0)
+    ember.manual_seed(4)
+    a = distort(img, boxes)
+    ember.manual_seed(4)
+    b = distort(img, boxes)
+    np.testing.assert_array_equal(_np(a[0]), _np(b[0]))
+    assert a[1] is boxes and not np.array_equal(_np(a[0]), _np(img))
+    assert np.array_equal(_np(v2.RandomPhotometricDistort(p=0.0)(img)), _np(img))
 
 
 # ---- formats, clamping, sanitising ----
@@ -364,8 +474,8 @@ def test_sanitize_bounding_boxes_drops_boxes_labels_and_masks():
     np.testing.assert_array_equal(_np(target["boxes"]), [[0, 0, 10, 10], [1, 1, 3, 3]])
     np.testing.assert_array_equal(_np(target["masks"])[:, 0, 0], [0, 4])
     assert type(target["boxes"]) is tv_tensors.BoundingBoxes and type(target["masks"]) is tv_tensors.Mask
-    out = v2.SanitizeBoundingBoxes(min_size=3, labels_getter=None)({"boxes": boxes})
-    np.testing.assert_array_equal(_np(out["boxes"]), [[0, 0, 10, 10], [20, 20, 40, 23]][:1])
+    out = v2.SanitizeBoundingBoxes(min_size=3, labels_getter=None)({"boxes": boxes})  # [1, 1, 3, 3] goes too
+    np.testing.assert_array_equal(_np(out["boxes"]), [[0, 0, 10, 10]])
     kept, valid = F.sanitize_bounding_boxes(boxes, min_area=5)
     np.testing.assert_array_equal(_np(valid), [True, False, False, False, False])
     with pytest.raises(ValueError, match="must match the number of labels"):
@@ -563,8 +673,8 @@ def test_functional_errors_and_kernel_registration():
 
 def test_missing_names_raise_not_implemented():
     with pytest.raises(NotImplementedError, match="README"):
-        v2.RandomPerspective  # noqa: B018
+        v2.ElasticTransform  # noqa: B018
     with pytest.raises(NotImplementedError, match="README"):
-        F.perspective  # noqa: B018
+        F.elastic  # noqa: B018
     with pytest.raises(AttributeError):
         v2.NoSuchTransform  # noqa: B018

@@ -9,13 +9,14 @@ from ..functional import InterpolationMode
 from . import functional
 from ._augment import CutMix, MixUp, RandomErasing
 from ._color import (
-    ColorJitter, Grayscale, RandomAdjustSharpness, RandomAutocontrast, RandomEqualize, RandomGrayscale, RandomInvert,
-    RandomPosterize, RandomSolarize,
+    RGB, ColorJitter, Grayscale, RandomAdjustSharpness, RandomAutocontrast, RandomChannelPermutation, RandomEqualize,
+    RandomGrayscale, RandomInvert, RandomPhotometricDistort, RandomPosterize, RandomSolarize,
 )
 from ._container import Compose, RandomApply, RandomChoice, RandomOrder
 from ._geometry import (
-    CenterCrop, Pad, RandomAffine, RandomCrop, RandomHorizontalFlip, RandomResizedCrop, RandomRotation,
-    RandomVerticalFlip, Resize,
+    CenterCrop, FiveCrop, Pad, RandomAffine, RandomCrop, RandomHorizontalFlip, RandomIoUCrop, RandomPerspective,
+    RandomResize, RandomResizedCrop, RandomRotation, RandomShortestSize, RandomVerticalFlip, RandomZoomOut, Resize,
+    ScaleJitter, TenCrop,
 )
 from ._misc import (
     ClampBoundingBoxes, ConvertBoundingBoxFormat, ConvertImageDtype, GaussianBlur, Identity, Lambda, Normalize,
@@ -26,8 +27,6 @@ from ._transform import Transform
 # TorchVision v2 transforms not built here (vision/README.md lists them).
 _MISSING = {
     "AugMix", "AutoAugment", "AutoAugmentPolicy", "RandAugment", "TrivialAugmentWide", "ElasticTransform",
-    "FiveCrop", "TenCrop", "RandomPerspective", "RandomIoUCrop", "RandomZoomOut", "RandomResize",
-    "RandomShortestSize", "ScaleJitter", "RandomPhotometricDistort", "RandomChannelPermutation", "RGB",
     "LinearTransformation", "UniformTemporalSubsample", "ToTensor", "JPEG", "GaussianNoise", "ClampKeyPoints",
     "SanitizeKeyPoints",
 }
@@ -41,9 +40,12 @@ def __getattr__(name):
 
 __all__ = [
     "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose", "ConvertBoundingBoxFormat", "ConvertImageDtype",
-    "CutMix", "GaussianBlur", "Grayscale", "Identity", "InterpolationMode", "Lambda", "MixUp", "Normalize", "Pad",
-    "PILToTensor", "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast", "RandomChoice",
-    "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert",
-    "RandomOrder", "RandomPosterize", "RandomResizedCrop", "RandomRotation", "RandomSolarize", "RandomVerticalFlip",
-    "Resize", "SanitizeBoundingBoxes", "ToDtype", "ToImage", "ToPILImage", "ToPureTensor", "Transform", "functional",
+    "CutMix", "FiveCrop", "GaussianBlur", "Grayscale", "Identity", "InterpolationMode", "Lambda", "MixUp",
+    "Normalize", "PILToTensor", "Pad", "RGB", "RandomAdjustSharpness", "RandomAffine", "RandomApply",
+    "RandomAutocontrast", "RandomChannelPermutation", "RandomChoice", "RandomCrop", "RandomEqualize",
+    "RandomErasing", "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert", "RandomIoUCrop", "RandomOrder",
+    "RandomPerspective", "RandomPhotometricDistort", "RandomPosterize", "RandomResize", "RandomResizedCrop",
+    "RandomRotation", "RandomShortestSize", "RandomSolarize", "RandomVerticalFlip", "RandomZoomOut", "Resize",
+    "SanitizeBoundingBoxes", "ScaleJitter", "TenCrop", "ToDtype", "ToImage", "ToPILImage", "ToPureTensor",
+    "Transform", "functional",
 ]

@@ -122,3 +122,64 @@ class RandomEqualize(_RandomApplyTransform):
 
     def transform(self, inpt, params):
         return self._call_kernel(F.equalize, inpt)
+
+
+class RGB(Transform):
+    """Converts images to three channels (greyscale repeated; PIL images to mode RGB)."""
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.grayscale_to_rgb, inpt)
+
+
+class RandomChannelPermutation(Transform):
+    """Shuffles the channels of images and videos."""
+
+    def make_params(self, flat_inputs):
+        num_channels, _, _ = query_chw(flat_inputs)
+        return dict(permutation=ember.randperm(num_channels).tolist())
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.permute_channels, inpt, params["permutation"])
+
+
+class RandomPhotometricDistort(Transform):
+    """SSD's photometric distortions: brightness, contrast (before or after the rest), saturation, hue
+    and a channel shuffle, each applied with probability `p`."""
+
+    def __init__(self, brightness=(0.875, 1.125), contrast=(0.5, 1.5), saturation=(0.5, 1.5), hue=(-0.05, 0.05),
+                 p=0.5):
+        super().__init__()
+        check = _V1ColorJitter._check_input
+        self.brightness = check(self, brightness, "brightness")
+        self.contrast = check(self, contrast, "contrast")
+        self.saturation = check(self, saturation, "saturation")
+        self.hue = check(self, hue, "hue", center=0, bound=(-0.5, 0.5), clip_first_on_zero=False)
+        self.p = p
+
+    def make_params(self, flat_inputs):
+        num_channels, _, _ = query_chw(flat_inputs)
+        params = {}
+        for key, bounds in (("brightness_factor", self.brightness), ("contrast_factor", self.contrast),
+                            ("saturation_factor", self.saturation), ("hue_factor", self.hue)):
+            applied = float(ember.rand(1).item()) < self.p
+            params[key] = _uniform(bounds[0], bounds[1]) if applied and bounds is not None else None
+        params["contrast_before"] = float(ember.rand(1).item()) < 0.5
+        shuffle = float(ember.rand(1).item()) < self.p
+        params["channel_permutation"] = ember.randperm(num_channels).tolist() if shuffle else None
+        return params
+
+    def transform(self, inpt, params):
+        contrast = params["contrast_factor"]
+        if params["brightness_factor"] is not None:
+            inpt = self._call_kernel(F.adjust_brightness, inpt, params["brightness_factor"])
+        if contrast is not None and params["contrast_before"]:
+            inpt = self._call_kernel(F.adjust_contrast, inpt, contrast)
+        if params["saturation_factor"] is not None:
+            inpt = self._call_kernel(F.adjust_saturation, inpt, params["saturation_factor"])
+        if params["hue_factor"] is not None:
+            inpt = self._call_kernel(F.adjust_hue, inpt, params["hue_factor"])
+        if contrast is not None and not params["contrast_before"]:
+            inpt = self._call_kernel(F.adjust_contrast, inpt, contrast)
+        if params["channel_permutation"] is not None:
+            inpt = self._call_kernel(F.permute_channels, inpt, params["channel_permutation"])
+        return inpt

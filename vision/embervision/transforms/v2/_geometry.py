@@ -8,11 +8,20 @@ import numbers
 import warnings
 from collections.abc import Sequence
 
+import ember
+
+from ... import tv_tensors
+from ...tv_tensors import _pure
 from ..functional import InterpolationMode, _interpolation_modes_from_int
 from ..transforms import _check_sequence_input, _randint, _setup_angle, _uniform
 from . import functional as F
-from ._transform import Transform, _get_fill, _RandomApplyTransform, _setup_fill_arg, _setup_size, query_size
+from ._transform import (
+    Transform, _get_fill, _RandomApplyTransform, _setup_fill_arg, _setup_size, get_bounding_boxes, has_any,
+    query_size,
+)
 from .functional._geometry import _parse_padding
+from .functional._meta import _to_xyxy
+from .functional._utils import PILImage, is_pure_tensor
 
 _SIZE_ERROR = "Please provide only two dimensions (h, w) for size."
 
@@ -264,3 +273,228 @@ class RandomAffine(Transform):
         fill = _get_fill(self._fill, type(inpt))
         return self._call_kernel(F.affine, inpt, **params, interpolation=self.interpolation, fill=fill,
                                  center=self.center)
+
+
+class RandomPerspective(_RandomApplyTransform):
+    """With probability `p`, moves each corner inwards by up to `distortion_scale` of half the size."""
+
+    def __init__(self, distortion_scale=0.5, p=0.5, interpolation=InterpolationMode.BILINEAR, fill=0):
+        super().__init__(p=p)
+        if not (0 <= distortion_scale <= 1):
+            raise ValueError("Argument distortion_scale value should be between 0 and 1")
+        self.distortion_scale = distortion_scale
+        self.interpolation = _check_interpolation(interpolation)
+        _check_fill_type(fill)
+        self.fill = fill
+        self._fill = _setup_fill_arg(fill)
+
+    def make_params(self, flat_inputs):
+        height, width = query_size(flat_inputs)
+        bound_h = int(self.distortion_scale * (height // 2)) + 1
+        bound_w = int(self.distortion_scale * (width // 2)) + 1
+        topleft = [_randint(0, bound_w), _randint(0, bound_h)]
+        topright = [_randint(width - bound_w, width), _randint(0, bound_h)]
+        botright = [_randint(width - bound_w, width), _randint(height - bound_h, height)]
+        botleft = [_randint(0, bound_w), _randint(height - bound_h, height)]
+        startpoints = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
+        return dict(startpoints=startpoints, endpoints=[topleft, topright, botright, botleft])
+
+    def transform(self, inpt, params):
+        fill = _get_fill(self._fill, type(inpt))
+        return self._call_kernel(F.perspective, inpt, **params, interpolation=self.interpolation, fill=fill)
+
+
+class _MultiCrop(Transform):
+    def _call_kernel(self, functional, inpt, *args, **kwargs):
+        if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.Mask)):
+            warnings.warn(f"{type(self).__name__}() is currently passing through inputs of type "
+                          f"tv_tensors.{type(inpt).__name__}. This will likely change in the future.")
+        return super()._call_kernel(functional, inpt, *args, **kwargs)
+
+
+class FiveCrop(_MultiCrop):
+    """The four corner crops and the centre crop of `size`, as a tuple, for each image or video."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = _setup_size(size, error_msg=_SIZE_ERROR)
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.five_crop, inpt, self.size)
+
+
+class TenCrop(_MultiCrop):
+    """`FiveCrop` of the input and of its flipped copy (vertically with `vertical_flip=True`)."""
+
+    def __init__(self, size, vertical_flip=False):
+        super().__init__()
+        self.size = _setup_size(size, error_msg=_SIZE_ERROR)
+        self.vertical_flip = vertical_flip
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.ten_crop, inpt, self.size, vertical_flip=self.vertical_flip)
+
+
+class RandomZoomOut(_RandomApplyTransform):
+    """With probability `p`, places the input at a random spot of a canvas `side_range` times larger
+    (filled with `fill`), as in SSD."""
+
+    def __init__(self, fill=0, side_range=(1.0, 4.0), p=0.5):
+        super().__init__(p=p)
+        _check_fill_type(fill)
+        self.fill = fill
+        self._fill = _setup_fill_arg(fill)
+        _check_sequence_input(side_range, "side_range", req_sizes=(2,))
+        if side_range[0] < 1.0 or side_range[0] > side_range[1]:
+            raise ValueError(f"Invalid side range provided {side_range}.")
+        self.side_range = side_range
+
+    def make_params(self, flat_inputs):
+        orig_h, orig_w = query_size(flat_inputs)
+        r = _uniform(self.side_range[0], self.side_range[1])
+        canvas_w, canvas_h = int(orig_w * r), int(orig_h * r)
+        rx, ry = ember.rand(2).tolist()
+        left, top = int((canvas_w - orig_w) * rx), int((canvas_h - orig_h) * ry)
+        return dict(padding=[left, top, canvas_w - (left + orig_w), canvas_h - (top + orig_h)])
+
+    def transform(self, inpt, params):
+        fill = _get_fill(self._fill, type(inpt))
+        return self._call_kernel(F.pad, inpt, **params, fill=fill)
+
+
+def _iou_with(boxes_xyxy, box):
+    """IoU of each XYXY box with one XYXY `box`."""
+    left, top, right, bottom = box
+    x1, y1, x2, y2 = boxes_xyxy.unbind(-1)
+    inter = (x2.clamp(max=right) - x1.clamp(min=left)).clamp(min=0) * \
+        (y2.clamp(max=bottom) - y1.clamp(min=top)).clamp(min=0)
+    union = (x2 - x1) * (y2 - y1) + (right - left) * (bottom - top) - inter
+    return inter / union
+
+
+class RandomIoUCrop(Transform):
+    """SSD's random crop: a crop whose IoU with some box (centred inside it) reaches a threshold drawn
+    from `sampler_options`; boxes whose centre falls outside are zeroed (follow with
+    SanitizeBoundingBoxes)."""
+
+    def __init__(self, min_scale=0.3, max_scale=1.0, min_aspect_ratio=0.5, max_aspect_ratio=2.0,
+                 sampler_options=None, trials=40):
+        super().__init__()
+        self.min_scale = min_scale
+        self.max_scale = max_scale
+        self.min_aspect_ratio = min_aspect_ratio
+        self.max_aspect_ratio = max_aspect_ratio
+        self.options = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0] if sampler_options is None else list(sampler_options)
+        self.trials = trials
+
+    def check_inputs(self, flat_inputs):
+        if not (has_any(flat_inputs, tv_tensors.BoundingBoxes)
+                and has_any(flat_inputs, PILImage, tv_tensors.Image, is_pure_tensor)):
+            raise TypeError(f"{type(self).__name__}() requires input sample to contain tensor or PIL images "
+                            "and bounding boxes. Sample can also contain masks.")
+
+    def make_params(self, flat_inputs):
+        orig_h, orig_w = query_size(flat_inputs)
+        boxes = get_bounding_boxes(flat_inputs)
+        xyxy = _to_xyxy(_pure(boxes).to(ember.float32), boxes.format)
+        cx, cy = (xyxy[:, 0] + xyxy[:, 2]) * 0.5, (xyxy[:, 1] + xyxy[:, 3]) * 0.5
+        while True:
+            min_iou = self.options[_randint(0, len(self.options))]
+            if min_iou >= 1.0:  # the "leave as is" option
+                return {}
+            for _ in range(self.trials):
+                params = self._try_crop(orig_h, orig_w, xyxy, cx, cy, min_iou)
+                if params is not None:
+                    return params
+
+    def _try_crop(self, orig_h, orig_w, xyxy, cx, cy, min_iou):
+        scale_w, scale_h = (self.min_scale + (self.max_scale - self.min_scale) * ember.rand(2)).tolist()
+        new_w, new_h = int(orig_w * scale_w), int(orig_h * scale_h)
+        if new_h == 0 or not (self.min_aspect_ratio <= new_w / new_h <= self.max_aspect_ratio):
+            return None
+        rx, ry = ember.rand(2).tolist()
+        left, top = int((orig_w - new_w) * rx), int((orig_h - new_h) * ry)
+        right, bottom = left + new_w, top + new_h
+        if left == right or top == bottom:
+            return None
+        inside = (left < cx) & (cx < right) & (top < cy) & (cy < bottom)
+        if not bool(inside.any()):
+            return None
+        if float(_iou_with(xyxy[inside], (left, top, right, bottom)).max()) < min_iou:
+            return None
+        return dict(top=top, left=left, height=new_h, width=new_w, is_within_crop_area=inside)
+
+    def transform(self, inpt, params):
+        if not params:
+            return inpt
+        output = self._call_kernel(F.crop, inpt, top=params["top"], left=params["left"], height=params["height"],
+                                   width=params["width"])
+        if isinstance(output, tv_tensors.BoundingBoxes):
+            # Marks the boxes left outside as degenerate, for SanitizeBoundingBoxes to remove.
+            plain = _pure(output).clone()
+            plain[~params["is_within_crop_area"]] = 0
+            output = tv_tensors.wrap(plain, like=output)
+        return output
+
+
+class ScaleJitter(Transform):
+    """Large Scale Jitter: resizes to fit `target_size` (h, w) times a factor drawn from `scale_range`."""
+
+    def __init__(self, target_size, scale_range=(0.1, 2.0), interpolation=InterpolationMode.BILINEAR,
+                 antialias=True):
+        super().__init__()
+        self.target_size = target_size
+        self.scale_range = scale_range
+        self.interpolation = _check_interpolation(interpolation)
+        self.antialias = antialias
+
+    def make_params(self, flat_inputs):
+        orig_h, orig_w = query_size(flat_inputs)
+        scale = _uniform(self.scale_range[0], self.scale_range[1])
+        r = min(self.target_size[1] / orig_h, self.target_size[0] / orig_w) * scale
+        return dict(size=(int(orig_h * r), int(orig_w * r)))
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.resize, inpt, size=params["size"], interpolation=self.interpolation,
+                                 antialias=self.antialias)
+
+
+class RandomShortestSize(Transform):
+    """Resizes the shorter edge to one of `min_size` (picked at random), the longer at most `max_size`."""
+
+    def __init__(self, min_size, max_size=None, interpolation=InterpolationMode.BILINEAR, antialias=True):
+        super().__init__()
+        self.min_size = [min_size] if isinstance(min_size, int) else list(min_size)
+        self.max_size = max_size
+        self.interpolation = _check_interpolation(interpolation)
+        self.antialias = antialias
+
+    def make_params(self, flat_inputs):
+        orig_h, orig_w = query_size(flat_inputs)
+        min_size = self.min_size[_randint(0, len(self.min_size))]
+        r = min_size / min(orig_h, orig_w)
+        if self.max_size is not None:
+            r = min(r, self.max_size / max(orig_h, orig_w))
+        return dict(size=(int(orig_h * r), int(orig_w * r)))
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.resize, inpt, size=params["size"], interpolation=self.interpolation,
+                                 antialias=self.antialias)
+
+
+class RandomResize(Transform):
+    """Resizes the shorter edge to a size drawn from [min_size, max_size)."""
+
+    def __init__(self, min_size, max_size, interpolation=InterpolationMode.BILINEAR, antialias=True):
+        super().__init__()
+        self.min_size = min_size
+        self.max_size = max_size
+        self.interpolation = _check_interpolation(interpolation)
+        self.antialias = antialias
+
+    def make_params(self, flat_inputs):
+        return dict(size=[_randint(self.min_size, self.max_size)])
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.resize, inpt, params["size"], interpolation=self.interpolation,
+                                 antialias=self.antialias)

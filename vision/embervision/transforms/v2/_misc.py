@@ -149,7 +149,7 @@ class Normalize(Transform):
         self.std = list(std)
         self.inplace = inplace
 
-    def _check_inputs(self, flat_inputs):
+    def check_inputs(self, flat_inputs):
         if any(isinstance(inpt, PILImage) for inpt in flat_inputs):
             raise TypeError(f"{type(self).__name__}() does not support PIL images.")
 

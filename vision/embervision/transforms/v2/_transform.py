@@ -118,7 +118,7 @@ class Transform(nn.Module):
 
     _transformed_types = (Tensor, PILImage)
 
-    def _check_inputs(self, flat_inputs):
+    def check_inputs(self, flat_inputs):
         """Hook for rejecting a sample before anything is drawn."""
 
     def make_params(self, flat_inputs):
@@ -135,7 +135,7 @@ class Transform(nn.Module):
 
     def forward(self, *inputs):
         flat_inputs, spec = tree_flatten(inputs if len(inputs) > 1 else inputs[0])
-        self._check_inputs(flat_inputs)
+        self.check_inputs(flat_inputs)
         needs = self._needs_transform_list(flat_inputs)
         params = self.make_params([inpt for inpt, need in zip(flat_inputs, needs) if need])
         flat_outputs = [self.transform(inpt, params) if need else inpt for inpt, need in zip(flat_inputs, needs)]

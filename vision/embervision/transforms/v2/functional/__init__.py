@@ -13,17 +13,17 @@ from ._meta import (
 )
 from ._misc import (
     adjust_brightness, adjust_contrast, adjust_gamma, adjust_hue, adjust_saturation, adjust_sharpness, autocontrast,
-    equalize, erase, erase_image, gaussian_blur, gaussian_blur_image, invert, normalize, normalize_image, posterize,
-    rgb_to_grayscale, sanitize_bounding_boxes, solarize,
+    equalize, erase, erase_image, gaussian_blur, gaussian_blur_image, grayscale_to_rgb, grayscale_to_rgb_image, invert,
+    normalize, normalize_image, permute_channels, permute_channels_image, posterize, rgb_to_grayscale,
+    sanitize_bounding_boxes, solarize,
 )
 from ._type_conversion import pil_to_tensor, to_image, to_pil_image
 from ._utils import is_pure_tensor, register_kernel
 
 # TorchVision v2 functionals not built here (vision/README.md lists them).
 _MISSING = {
-    "perspective", "perspective_image", "perspective_bounding_boxes", "perspective_mask", "elastic",
-    "elastic_transform", "elastic_image", "elastic_bounding_boxes", "elastic_mask", "five_crop", "ten_crop",
-    "grayscale_to_rgb", "to_grayscale", "permute_channels", "uniform_temporal_subsample", "jpeg",
+    "elastic", "elastic_transform", "elastic_image", "elastic_bounding_boxes", "elastic_mask", "to_grayscale",
+    "uniform_temporal_subsample", "jpeg",
     "gaussian_noise", "convert_image_dtype", "to_tensor", "get_image_size", "get_image_num_channels",
     "clamp_keypoints", "convert_bounding_boxes_to_points",
 }
@@ -40,7 +40,8 @@ __all__ = list(_geometry_all) + [
     "InterpolationMode", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue", "adjust_saturation",
     "adjust_sharpness", "autocontrast", "clamp_bounding_boxes", "convert_bounding_box_format", "equalize", "erase",
     "erase_image", "gaussian_blur", "gaussian_blur_image", "get_dimensions", "get_num_channels", "get_num_frames",
-    "get_size", "invert", "is_pure_tensor", "normalize", "normalize_image", "pil_to_tensor", "posterize",
+    "get_size", "grayscale_to_rgb", "grayscale_to_rgb_image", "invert", "is_pure_tensor", "normalize",
+    "normalize_image", "permute_channels", "permute_channels_image", "pil_to_tensor", "posterize",
     "register_kernel", "rgb_to_grayscale", "sanitize_bounding_boxes", "solarize", "to_dtype", "to_dtype_image",
     "to_image", "to_pil_image",
 ]

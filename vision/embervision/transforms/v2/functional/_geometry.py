@@ -7,9 +7,12 @@ import numbers
 
 import ember
 
+from ... import _functional_pil as F_pil
 from ... import _functional_tensor as F_t
 from ... import functional as F1
-from ...functional import InterpolationMode, _get_inverse_affine_matrix, _interp
+from ...functional import (
+    InterpolationMode, _get_inverse_affine_matrix, _get_perspective_coeffs, _interp, pil_modes_mapping,
+)
 from .... import tv_tensors
 from ....tv_tensors import BoundingBoxFormat, _pure
 from ._meta import _from_xyxy, _to_xyxy, clamp_bounding_boxes_tensor
@@ -460,11 +463,126 @@ def _rotate_boxes(inpt, angle, expand=False, center=None, **kwargs):
     return _rewrap_boxes(inpt, lambda b, f, s: rotate_bounding_boxes(b, f, s, angle, expand, center))
 
 
+# ---- perspective ----
+
+def _perspective_coefficients(startpoints, endpoints, coefficients):
+    if coefficients is not None:
+        if startpoints is not None and endpoints is not None:
+            raise ValueError("The startpoints/endpoints and the coefficients shouldn't be defined concurrently.")
+        if len(coefficients) != 8:
+            raise ValueError("Argument coefficients should have 8 float values")
+        return list(coefficients)
+    if startpoints is not None and endpoints is not None:
+        return _get_perspective_coeffs(startpoints, endpoints)
+    raise ValueError("Either the startpoints/endpoints or the coefficients must have non `None` values.")
+
+
+def perspective(inpt, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR, fill=None,
+                coefficients=None):
+    """Perspective transform taking the 4 `startpoints` to `endpoints` (or given its 8 `coefficients`)."""
+    kernel = _get_kernel(perspective, type(inpt))
+    return kernel(inpt, startpoints=startpoints, endpoints=endpoints, interpolation=interpolation, fill=fill,
+                  coefficients=coefficients)
+
+
+@_register(perspective, *IMAGE_TYPES, PILImage)
+def perspective_image(image, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR, fill=None,
+                      coefficients=None):
+    coeffs = _perspective_coefficients(startpoints, endpoints, coefficients)
+    interpolation = _interp(interpolation)
+    if not isinstance(image, ember.Tensor):
+        return F_pil.perspective(image, coeffs, interpolation=pil_modes_mapping[interpolation], fill=fill)
+    return _grid_op(image, lambda img: F_t.perspective(img, coeffs, interpolation=interpolation.value, fill=fill))
+
+
+def perspective_mask(mask, startpoints, endpoints, fill=None, coefficients=None):
+    return _on_mask(mask, lambda m: perspective_image(m, startpoints, endpoints, InterpolationMode.NEAREST, fill,
+                                                      coefficients))
+
+
+@_register(perspective, _MASK)
+def _perspective_mask(mask, startpoints, endpoints, fill=None, coefficients=None, **kwargs):
+    return perspective_mask(mask, startpoints, endpoints, fill, coefficients)
+
+
+def _invert_perspective(c):
+    # The coefficients map output to input pixels; boxes need input to output.
+    denom = c[0] * c[4] - c[1] * c[3]
+    if denom == 0:
+        raise RuntimeError(f"Provided perspective_coeffs {c} can not be inverted to transform bounding boxes. "
+                           f"Denominator is zero, denom={denom}")
+    return [
+        (c[4] - c[5] * c[7]) / denom, (-c[1] + c[2] * c[7]) / denom, (c[1] * c[5] - c[2] * c[4]) / denom,
+        (-c[3] + c[5] * c[6]) / denom, (c[0] - c[2] * c[6]) / denom, (-c[0] * c[5] + c[2] * c[3]) / denom,
+        (-c[4] * c[6] + c[3] * c[7]) / denom, (-c[0] * c[7] + c[1] * c[6]) / denom,
+    ]
+
+
+def perspective_bounding_boxes(bounding_boxes, format, canvas_size, startpoints, endpoints, coefficients=None):
+    """The axis-aligned boxes around the moved corners of each box, clamped to the canvas."""
+    if bounding_boxes.numel() == 0:
+        return bounding_boxes
+    inv = _invert_perspective(_perspective_coefficients(startpoints, endpoints, coefficients))
+    shape, in_dtype = bounding_boxes.shape, bounding_boxes.dtype
+    xyxy = _to_xyxy(_float_boxes(bounding_boxes), format).reshape(-1, 4)
+    dtype = xyxy.dtype
+    corners = xyxy[:, [0, 1, 2, 1, 2, 3, 0, 3]].reshape(-1, 2)
+    points = ember.cat([corners, ember.ones(corners.shape[0], 1, dtype=dtype)], -1)
+    numer = ember.tensor([inv[0:3], inv[3:6]], dtype=dtype)
+    denom = ember.tensor([[inv[6], inv[7], 1.0], [inv[6], inv[7], 1.0]], dtype=dtype)
+    moved = (ember.matmul(points, numer.T) / ember.matmul(points, denom.T)).reshape(-1, 4, 2)
+    out = clamp_bounding_boxes_tensor(ember.cat([moved.amin(dim=1), moved.amax(dim=1)], -1),
+                                      BoundingBoxFormat.XYXY, tuple(canvas_size))
+    return _from_xyxy(out, format).reshape(shape).to(in_dtype)
+
+
+@_register(perspective, _BOXES, wrap=False)
+def _perspective_boxes(inpt, startpoints, endpoints, coefficients=None, **kwargs):
+    return _rewrap_boxes(inpt, lambda b, f, s: (perspective_bounding_boxes(b, f, s, startpoints, endpoints,
+                                                                           coefficients), s))
+
+
+# ---- five and ten crops (images and videos only) ----
+
+def five_crop(inpt, size):
+    """The four corner crops and the centre crop of `size`, as a tuple."""
+    return _get_kernel(five_crop, type(inpt))(inpt, size=size)
+
+
+def ten_crop(inpt, size, vertical_flip=False):
+    """`five_crop` of the input and of its (horizontally, or vertically) flipped copy."""
+    return _get_kernel(ten_crop, type(inpt))(inpt, size=size, vertical_flip=vertical_flip)
+
+
+def _wrap_each(kernel):
+    def wrapper(inpt, *args, **kwargs):
+        return tuple(tv_tensors.wrap(out, like=inpt) for out in kernel(_pure(inpt), *args, **kwargs))
+
+    return wrapper
+
+
+@_register(five_crop, ember.Tensor, PILImage)
+def five_crop_image(image, size):
+    return F1.five_crop(image, size)
+
+
+@_register(ten_crop, ember.Tensor, PILImage)
+def ten_crop_image(image, size, vertical_flip=False):
+    return F1.ten_crop(image, size, vertical_flip)
+
+
+for _tv in (tv_tensors.Image, tv_tensors.Video):
+    _register(five_crop, _tv, wrap=False)(_wrap_each(five_crop_image))
+    _register(ten_crop, _tv, wrap=False)(_wrap_each(ten_crop_image))
+
+
 __all__ = [
     "affine", "affine_bounding_boxes", "affine_image", "affine_mask", "center_crop", "center_crop_bounding_boxes",
-    "center_crop_image", "center_crop_mask", "crop", "crop_bounding_boxes", "crop_image", "crop_mask", "hflip",
-    "horizontal_flip", "horizontal_flip_bounding_boxes", "horizontal_flip_image", "pad", "pad_bounding_boxes",
-    "pad_image", "pad_mask", "resize", "resize_bounding_boxes", "resize_image", "resize_mask", "resized_crop",
+    "center_crop_image", "center_crop_mask", "crop", "crop_bounding_boxes", "crop_image", "crop_mask", "five_crop",
+    "five_crop_image", "hflip", "horizontal_flip", "horizontal_flip_bounding_boxes", "horizontal_flip_image", "pad",
+    "pad_bounding_boxes", "pad_image", "pad_mask", "perspective", "perspective_bounding_boxes", "perspective_image",
+    "perspective_mask", "resize", "resize_bounding_boxes", "resize_image", "resize_mask", "resized_crop",
     "resized_crop_bounding_boxes", "resized_crop_image", "resized_crop_mask", "rotate", "rotate_bounding_boxes",
-    "rotate_image", "rotate_mask", "vertical_flip", "vertical_flip_bounding_boxes", "vertical_flip_image", "vflip",
+    "rotate_image", "rotate_mask", "ten_crop", "ten_crop_image", "vertical_flip", "vertical_flip_bounding_boxes",
+    "vertical_flip_image", "vflip",
 ]

@@ -40,6 +40,39 @@ autocontrast = _color_functional("autocontrast", F1.autocontrast, "Stretches eac
 equalize = _color_functional("equalize", F1.equalize, "Equalises each channel's histogram (uint8).")
 
 
+def permute_channels(inpt, permutation):
+    """Reorders the channels: output channel i is input channel `permutation[i]`."""
+    return _get_kernel(permute_channels, type(inpt))(inpt, permutation=permutation)
+
+
+@_register(permute_channels, *IMAGE_TYPES)
+def permute_channels_image(image, permutation):
+    index = ember.as_tensor(permutation, dtype=ember.int64)
+    return image.index_select(-3, index)
+
+
+@_register(permute_channels, PILImage)
+def _permute_channels_image_pil(image, permutation):
+    return F1.to_pil_image(permute_channels_image(F1.pil_to_tensor(image), permutation))
+
+
+def grayscale_to_rgb(inpt):
+    """One-channel images → three equal channels (three-channel images are returned as they are)."""
+    return _get_kernel(grayscale_to_rgb, type(inpt))(inpt)
+
+
+@_register(grayscale_to_rgb, *IMAGE_TYPES)
+def grayscale_to_rgb_image(image):
+    if image.shape[-3] >= 3:
+        return image
+    return image.expand(*image.shape[:-3], 3, *image.shape[-2:]).contiguous()
+
+
+@_register(grayscale_to_rgb, PILImage)
+def _grayscale_to_rgb_image_pil(image):
+    return image.convert("RGB")
+
+
 def normalize(inpt, mean, std, inplace=False):
     """`(x - mean) / std` per channel of a float image or video."""
     return _get_kernel(normalize, type(inpt))(inpt, mean=mean, std=std, inplace=inplace)
