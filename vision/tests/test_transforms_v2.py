@@ -62,6 +62,7 @@ PAIRS = [
     ("RandomAutocontrast", lambda m: m.RandomAutocontrast()),
     ("RandomEqualize", lambda m: m.RandomEqualize()),
     ("RandomPerspective", lambda m: m.RandomPerspective(0.4, p=0.7)),
+    ("ElasticTransform", lambda m: m.ElasticTransform(alpha=20.0, sigma=3.0)),
 ]
 
 
@@ -348,6 +349,44 @@ def test_perspective_boxes():
     np.testing.assert_array_equal([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], [4, 6, 12, 15])
     with pytest.raises(ValueError, match="shouldn't be defined concurrently"):
         F.perspective(boxes, corners, corners, coefficients=[1, 0, 0, 0, 1, 0, 0, 0])
+
+
+def test_elastic_boxes_follow_the_displacement():
+    boxes = _boxes([[2, 3, 10, 12]])
+    still = ember.zeros(1, 24, 32, 2)
+    np.testing.assert_allclose(_np(F.elastic(boxes, still)), [[2, 3, 10, 12]], atol=1e-4)
+    # a uniform displacement of -2 pixels in x samples from x - 2: content (and boxes) move right by 2
+    shift = ember.zeros(1, 24, 32, 2)
+    shift[..., 0] = -2 * 2 / 32
+    np.testing.assert_allclose(_np(F.elastic(boxes, shift)), [[4, 3, 12, 12]], atol=1e-4)
+    img = ember.zeros(1, 24, 32)
+    img[..., 3:12, 2:10] = 1.0
+    moved = F.elastic(tv_tensors.Image(img), shift, interpolation=T1.InterpolationMode.NEAREST)
+    ys, xs = np.nonzero(_np(moved)[0])
+    np.testing.assert_array_equal([xs.min(), xs.max() + 1], [4, 12])
+    with pytest.raises(ValueError, match="displacement shape"):
+        F.elastic(boxes, ember.zeros(1, 4, 4, 2))
+
+
+def test_video_and_matrix_transforms():
+    video = tv_tensors.Video(ember.arange(10).reshape(10, 1, 1, 1).expand(10, 3, 2, 2).contiguous())
+    out = v2.UniformTemporalSubsample(4)(video)
+    assert type(out) is tv_tensors.Video
+    np.testing.assert_array_equal(_np(out)[:, 0, 0, 0], [0, 3, 6, 9])
+    img = tv_tensors.Image(ember.rand(1, 2, 2))
+    same = v2.LinearTransformation(ember.eye(4), ember.zeros(4))(img)
+    assert type(same) is tv_tensors.Image
+    np.testing.assert_allclose(_np(same), _np(img))
+    with pytest.raises(TypeError, match="does not support PIL"):
+        v2.LinearTransformation(ember.eye(4), ember.zeros(4))(Image.new("L", (2, 2)))
+    with pytest.raises(ValueError, match="square"):
+        v2.LinearTransformation(ember.zeros(3, 4), ember.zeros(3))
+    arr = np.random.RandomState(0).randint(0, 256, (4, 5, 3)).astype(np.uint8)
+    with pytest.warns(UserWarning, match="deprecated"):
+        to_tensor = v2.ToTensor()
+    np.testing.assert_array_equal(_np(to_tensor(arr)), _np(F1.to_tensor(arr)))
+    assert F.get_image_size(tv_tensors.Image(ember.zeros(3, 4, 5))) == [5, 4]
+    np.testing.assert_array_equal(_np(F.convert_image_dtype(_img())), _np(F1.convert_image_dtype(_img())))
 
 
 def _coordinate_image(height, width):
@@ -673,8 +712,8 @@ def test_functional_errors_and_kernel_registration():
 
 def test_missing_names_raise_not_implemented():
     with pytest.raises(NotImplementedError, match="README"):
-        v2.ElasticTransform  # noqa: B018
+        v2.AutoAugment  # noqa: B018
     with pytest.raises(NotImplementedError, match="README"):
-        F.elastic  # noqa: B018
+        F.jpeg  # noqa: B018
     with pytest.raises(AttributeError):
         v2.NoSuchTransform  # noqa: B018

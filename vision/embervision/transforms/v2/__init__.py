@@ -5,6 +5,7 @@ Inputs: `embervision.tv_tensors` tell the transforms what a tensor holds; a plai
 image (only the first one, and only when no Image/Video/PIL image is present); PIL images work
 where TorchVision's do; anything else passes through. See `Transform` for writing your own.
 """
+from ..autoaugment import AutoAugmentPolicy
 from ..functional import InterpolationMode
 from . import functional
 from ._augment import CutMix, MixUp, RandomErasing
@@ -14,20 +15,20 @@ from ._color import (
 )
 from ._container import Compose, RandomApply, RandomChoice, RandomOrder
 from ._geometry import (
-    CenterCrop, FiveCrop, Pad, RandomAffine, RandomCrop, RandomHorizontalFlip, RandomIoUCrop, RandomPerspective,
+    CenterCrop, ElasticTransform, FiveCrop, Pad, RandomAffine, RandomCrop, RandomHorizontalFlip, RandomIoUCrop, RandomPerspective,
     RandomResize, RandomResizedCrop, RandomRotation, RandomShortestSize, RandomVerticalFlip, RandomZoomOut, Resize,
     ScaleJitter, TenCrop,
 )
 from ._misc import (
-    ClampBoundingBoxes, ConvertBoundingBoxFormat, ConvertImageDtype, GaussianBlur, Identity, Lambda, Normalize,
-    PILToTensor, SanitizeBoundingBoxes, ToDtype, ToImage, ToPILImage, ToPureTensor,
+    ClampBoundingBoxes, ConvertBoundingBoxFormat, ConvertImageDtype, GaussianBlur, Identity, Lambda,
+    LinearTransformation, Normalize, PILToTensor, SanitizeBoundingBoxes, ToDtype, ToImage, ToPILImage, ToPureTensor,
+    ToTensor, UniformTemporalSubsample,
 )
 from ._transform import Transform
 
 # TorchVision v2 transforms not built here (vision/README.md lists them).
 _MISSING = {
-    "AugMix", "AutoAugment", "AutoAugmentPolicy", "RandAugment", "TrivialAugmentWide", "ElasticTransform",
-    "LinearTransformation", "UniformTemporalSubsample", "ToTensor", "JPEG", "GaussianNoise", "ClampKeyPoints",
+    "AugMix", "AutoAugment", "RandAugment", "TrivialAugmentWide", "JPEG", "GaussianNoise", "ClampKeyPoints",
     "SanitizeKeyPoints",
 }
 
@@ -39,13 +40,14 @@ def __getattr__(name):
 
 
 __all__ = [
-    "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose", "ConvertBoundingBoxFormat", "ConvertImageDtype",
-    "CutMix", "FiveCrop", "GaussianBlur", "Grayscale", "Identity", "InterpolationMode", "Lambda", "MixUp",
-    "Normalize", "PILToTensor", "Pad", "RGB", "RandomAdjustSharpness", "RandomAffine", "RandomApply",
-    "RandomAutocontrast", "RandomChannelPermutation", "RandomChoice", "RandomCrop", "RandomEqualize",
-    "RandomErasing", "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert", "RandomIoUCrop", "RandomOrder",
-    "RandomPerspective", "RandomPhotometricDistort", "RandomPosterize", "RandomResize", "RandomResizedCrop",
-    "RandomRotation", "RandomShortestSize", "RandomSolarize", "RandomVerticalFlip", "RandomZoomOut", "Resize",
-    "SanitizeBoundingBoxes", "ScaleJitter", "TenCrop", "ToDtype", "ToImage", "ToPILImage", "ToPureTensor",
-    "Transform", "functional",
+    "AutoAugmentPolicy", "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose", "ConvertBoundingBoxFormat",
+    "ConvertImageDtype", "CutMix", "ElasticTransform", "FiveCrop", "GaussianBlur", "Grayscale", "Identity",
+    "InterpolationMode", "Lambda", "LinearTransformation", "MixUp", "Normalize", "PILToTensor", "Pad", "RGB",
+    "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast", "RandomChannelPermutation",
+    "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale", "RandomHorizontalFlip",
+    "RandomInvert", "RandomIoUCrop", "RandomOrder", "RandomPerspective", "RandomPhotometricDistort",
+    "RandomPosterize", "RandomResize", "RandomResizedCrop", "RandomRotation", "RandomShortestSize",
+    "RandomSolarize", "RandomVerticalFlip", "RandomZoomOut", "Resize", "SanitizeBoundingBoxes", "ScaleJitter",
+    "TenCrop", "ToDtype", "ToImage", "ToPILImage", "ToPureTensor", "ToTensor", "Transform",
+    "UniformTemporalSubsample", "functional",
 ]

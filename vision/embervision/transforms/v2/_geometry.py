@@ -498,3 +498,45 @@ class RandomResize(Transform):
     def transform(self, inpt, params):
         return self._call_kernel(F.resize, inpt, params["size"], interpolation=self.interpolation,
                                  antialias=self.antialias)
+
+
+def _pair_of_floats(value, name):
+    if isinstance(value, numbers.Number):
+        return [float(value), float(value)]
+    if isinstance(value, Sequence) and len(value) in (1, 2):
+        return [float(v) for v in value] * (2 // len(value))
+    raise TypeError(f"{name} should be a single number or a sequence of one or two numbers, got {value!r}.")
+
+
+def _odd_kernel(sigma):
+    size = int(8 * sigma + 1)
+    return size + 1 if size % 2 == 0 else size
+
+
+class ElasticTransform(Transform):
+    """Displaces each pixel by smoothed random noise (strength `alpha`, smoothness `sigma`); boxes use
+    TorchVision's approximate inverse of the displacement."""
+
+    def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR, fill=0):
+        super().__init__()
+        self.alpha = _pair_of_floats(alpha, "alpha")
+        self.sigma = _pair_of_floats(sigma, "sigma")
+        self.interpolation = _check_interpolation(interpolation)
+        _check_fill_type(fill)
+        self.fill = fill
+        self._fill = _setup_fill_arg(fill)
+
+    def make_params(self, flat_inputs):
+        size = list(query_size(flat_inputs))
+        fields = []
+        for axis in (0, 1):
+            d = ember.rand([1, 1] + size) * 2 - 1
+            if self.sigma[axis] > 0.0:
+                k = _odd_kernel(self.sigma[axis])
+                d = F.gaussian_blur(d, [k, k], list(self.sigma))
+            fields.append(d * self.alpha[axis] / size[axis])
+        return dict(displacement=ember.cat(fields, 1).permute([0, 2, 3, 1]))
+
+    def transform(self, inpt, params):
+        fill = _get_fill(self._fill, type(inpt))
+        return self._call_kernel(F.elastic, inpt, **params, interpolation=self.interpolation, fill=fill)

@@ -10,6 +10,7 @@ from ember import Tensor
 
 from ... import tv_tensors
 from ...tv_tensors import TVTensor, _parse_format, _pure
+from .. import functional as F1
 from ..transforms import _uniform
 from . import functional as F
 from ._transform import Transform, _setup_size, get_bounding_boxes, tree_flatten, tree_unflatten
@@ -83,6 +84,69 @@ class ToPureTensor(Transform):
 
     def transform(self, inpt, params):
         return _pure(inpt)
+
+
+class ToTensor(Transform):
+    """v1's `ToTensor` (PIL images / ndarrays → float tensors in [0, 1]); deprecated in TorchVision for
+    `Compose([ToImage(), ToDtype(float32, scale=True)])`."""
+
+    _transformed_types = (PILImage, np.ndarray)
+
+    def __init__(self):
+        warnings.warn("The transform `ToTensor()` is deprecated and will be removed in a future release. Instead, "
+                      "please use `v2.Compose([v2.ToImage(), v2.ToDtype(ember.float32, scale=True)])`.")
+        super().__init__()
+
+    def transform(self, inpt, params):
+        return F1.to_tensor(inpt)
+
+
+class UniformTemporalSubsample(Transform):
+    """Keeps `num_samples` evenly spaced frames of videos `[..., T, C, H, W]`."""
+
+    _transformed_types = (is_pure_tensor, tv_tensors.Video)
+
+    def __init__(self, num_samples):
+        super().__init__()
+        self.num_samples = num_samples
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.uniform_temporal_subsample, inpt, self.num_samples)
+
+
+class LinearTransformation(Transform):
+    """Flattens each image `(C, H, W)`, subtracts `mean_vector` and multiplies by
+    `transformation_matrix` (e.g. ZCA whitening)."""
+
+    _transformed_types = (is_pure_tensor, tv_tensors.Image, tv_tensors.Video)
+
+    def __init__(self, transformation_matrix, mean_vector):
+        super().__init__()
+        if transformation_matrix.shape[0] != transformation_matrix.shape[1]:
+            raise ValueError("transformation_matrix should be square. Got "
+                             f"{tuple(transformation_matrix.shape)} rectangular matrix.")
+        if mean_vector.shape[0] != transformation_matrix.shape[0]:
+            raise ValueError(f"mean_vector should have the same length {mean_vector.shape[0]} as any one of the "
+                             f"dimensions of the transformation_matrix [{tuple(transformation_matrix.shape)}]")
+        if transformation_matrix.dtype != mean_vector.dtype:
+            raise ValueError(f"Input tensors should have the same dtype. Got {transformation_matrix.dtype} and "
+                             f"{mean_vector.dtype}")
+        self.transformation_matrix = transformation_matrix
+        self.mean_vector = mean_vector
+
+    def check_inputs(self, flat_inputs):
+        if any(isinstance(inpt, PILImage) for inpt in flat_inputs):
+            raise TypeError(f"{type(self).__name__}() does not support PIL images.")
+
+    def transform(self, inpt, params):
+        shape = inpt.shape
+        n = shape[-3] * shape[-2] * shape[-1]
+        if n != self.transformation_matrix.shape[0]:
+            raise ValueError("Input tensor and transformation matrix have incompatible shape."
+                             f"[{shape[-3]} x {shape[-2]} x {shape[-1]}] != {self.transformation_matrix.shape[0]}")
+        flat = _pure(inpt).reshape(-1, n) - self.mean_vector
+        output = ember.mm(flat, self.transformation_matrix.to(flat.dtype)).reshape(shape)
+        return tv_tensors.wrap(output, like=inpt) if isinstance(inpt, TVTensor) else output
 
 
 # ---- dtype ----

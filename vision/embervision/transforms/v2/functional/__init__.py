@@ -5,6 +5,7 @@ Plain tensors are images; `tv_tensors.Image`/`Video`/`Mask`/`BoundingBoxes` get 
 kernel raises TypeError. `register_kernel` adds kernels for custom TVTensor subclasses.
 """
 from ...functional import InterpolationMode
+from ._deprecated import convert_image_dtype, get_image_num_channels, get_image_size, to_grayscale, to_tensor
 from ._geometry import *  # noqa: F401,F403
 from ._geometry import __all__ as _geometry_all
 from ._meta import (
@@ -15,18 +16,13 @@ from ._misc import (
     adjust_brightness, adjust_contrast, adjust_gamma, adjust_hue, adjust_saturation, adjust_sharpness, autocontrast,
     equalize, erase, erase_image, gaussian_blur, gaussian_blur_image, grayscale_to_rgb, grayscale_to_rgb_image, invert,
     normalize, normalize_image, permute_channels, permute_channels_image, posterize, rgb_to_grayscale,
-    sanitize_bounding_boxes, solarize,
+    sanitize_bounding_boxes, solarize, uniform_temporal_subsample, uniform_temporal_subsample_video,
 )
 from ._type_conversion import pil_to_tensor, to_image, to_pil_image
 from ._utils import is_pure_tensor, register_kernel
 
 # TorchVision v2 functionals not built here (vision/README.md lists them).
-_MISSING = {
-    "elastic", "elastic_transform", "elastic_image", "elastic_bounding_boxes", "elastic_mask", "to_grayscale",
-    "uniform_temporal_subsample", "jpeg",
-    "gaussian_noise", "convert_image_dtype", "to_tensor", "get_image_size", "get_image_num_channels",
-    "clamp_keypoints", "convert_bounding_boxes_to_points",
-}
+_MISSING = {"jpeg", "gaussian_noise", "clamp_keypoints", "convert_bounding_boxes_to_points"}
 
 
 def __getattr__(name):
@@ -37,11 +33,12 @@ def __getattr__(name):
 
 
 __all__ = list(_geometry_all) + [
-    "InterpolationMode", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue", "adjust_saturation",
+    "InterpolationMode", "convert_image_dtype", "get_image_num_channels", "get_image_size", "to_grayscale",
+    "to_tensor", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue", "adjust_saturation",
     "adjust_sharpness", "autocontrast", "clamp_bounding_boxes", "convert_bounding_box_format", "equalize", "erase",
     "erase_image", "gaussian_blur", "gaussian_blur_image", "get_dimensions", "get_num_channels", "get_num_frames",
     "get_size", "grayscale_to_rgb", "grayscale_to_rgb_image", "invert", "is_pure_tensor", "normalize",
     "normalize_image", "permute_channels", "permute_channels_image", "pil_to_tensor", "posterize",
     "register_kernel", "rgb_to_grayscale", "sanitize_bounding_boxes", "solarize", "to_dtype", "to_dtype_image",
-    "to_image", "to_pil_image",
+    "to_image", "to_pil_image", "uniform_temporal_subsample", "uniform_temporal_subsample_video",
 ]

@@ -542,6 +542,71 @@ def _perspective_boxes(inpt, startpoints, endpoints, coefficients=None, **kwargs
                                                                            coefficients), s))
 
 
+# ---- elastic ----
+
+def elastic(inpt, displacement, interpolation=InterpolationMode.BILINEAR, fill=None):
+    """Moves each pixel by `displacement` (`[1, H, W, 2]`, in the [-1, 1] grid units of `grid_sample`)."""
+    kernel = _get_kernel(elastic, type(inpt))
+    return kernel(inpt, displacement=displacement, interpolation=interpolation, fill=fill)
+
+
+elastic_transform = elastic
+
+
+@_register(elastic, *IMAGE_TYPES, PILImage)
+def elastic_image(image, displacement, interpolation=InterpolationMode.BILINEAR, fill=None):
+    interpolation = _interp(interpolation)
+    if not isinstance(image, ember.Tensor):
+        return F1.elastic_transform(image, displacement, interpolation, fill)
+    return _grid_op(image, lambda img: F1.elastic_transform(img, displacement, interpolation, fill))
+
+
+def elastic_mask(mask, displacement, fill=None):
+    return _on_mask(mask, lambda m: elastic_image(m, displacement, InterpolationMode.NEAREST, fill))
+
+
+@_register(elastic, _MASK)
+def _elastic_mask(mask, displacement, fill=None, **kwargs):
+    return elastic_mask(mask, displacement, fill)
+
+
+def _identity_grid(height, width, dtype):
+    xs = ember.linspace((1 - width) / width, (width - 1) / width, width, dtype=dtype)
+    ys = ember.linspace((1 - height) / height, (height - 1) / height, height, dtype=dtype)
+    return ember.stack([xs.expand(height, width), ys.unsqueeze(-1).expand(height, width)], -1).unsqueeze(0)
+
+
+def elastic_bounding_boxes(bounding_boxes, format, canvas_size, displacement):
+    """Moves each box corner by the approximate inverse of the displacement (`identity - displacement`,
+    as TorchVision), then takes the box around the moved corners. Approximate for large displacements."""
+    height, width = canvas_size
+    expected = (1, height, width, 2)
+    if not isinstance(displacement, ember.Tensor):
+        raise TypeError("Argument displacement should be a Tensor")
+    if tuple(displacement.shape) != expected:
+        raise ValueError(f"Argument displacement shape should be {expected}, but given {tuple(displacement.shape)}")
+    if bounding_boxes.numel() == 0:
+        return bounding_boxes
+    shape, in_dtype = bounding_boxes.shape, bounding_boxes.dtype
+    xyxy = _to_xyxy(_float_boxes(bounding_boxes), format).reshape(-1, 4)
+    dtype = xyxy.dtype
+    inverse = _identity_grid(height, width, dtype) - displacement.to(dtype)
+    corners = ember.ceil(xyxy[:, [0, 1, 2, 1, 2, 3, 0, 3]].reshape(-1, 2)).to(ember.int64)
+    # corners on the far edges (x = W, y = H) read the last row/column of the grid
+    index_x = corners[:, 0].clamp(0, width - 1)
+    index_y = corners[:, 1].clamp(0, height - 1)
+    size = ember.tensor([float(width), float(height)], dtype=dtype)
+    moved = ((inverse[0, index_y, index_x, :] + 1) * (0.5 * size) - 0.5).reshape(-1, 4, 2)
+    out = clamp_bounding_boxes_tensor(ember.cat([moved.amin(dim=1), moved.amax(dim=1)], -1),
+                                      BoundingBoxFormat.XYXY, tuple(canvas_size))
+    return _from_xyxy(out, format).reshape(shape).to(in_dtype)
+
+
+@_register(elastic, _BOXES, wrap=False)
+def _elastic_boxes(inpt, displacement, **kwargs):
+    return _rewrap_boxes(inpt, lambda b, f, s: (elastic_bounding_boxes(b, f, s, displacement), s))
+
+
 # ---- five and ten crops (images and videos only) ----
 
 def five_crop(inpt, size):
@@ -578,8 +643,9 @@ for _tv in (tv_tensors.Image, tv_tensors.Video):
 
 __all__ = [
     "affine", "affine_bounding_boxes", "affine_image", "affine_mask", "center_crop", "center_crop_bounding_boxes",
-    "center_crop_image", "center_crop_mask", "crop", "crop_bounding_boxes", "crop_image", "crop_mask", "five_crop",
-    "five_crop_image", "hflip", "horizontal_flip", "horizontal_flip_bounding_boxes", "horizontal_flip_image", "pad",
+    "center_crop_image", "center_crop_mask", "crop", "crop_bounding_boxes", "crop_image", "crop_mask", "elastic",
+    "elastic_bounding_boxes", "elastic_image", "elastic_mask", "elastic_transform", "five_crop", "five_crop_image",
+    "hflip", "horizontal_flip", "horizontal_flip_bounding_boxes", "horizontal_flip_image", "pad",
     "pad_bounding_boxes", "pad_image", "pad_mask", "perspective", "perspective_bounding_boxes", "perspective_image",
     "perspective_mask", "resize", "resize_bounding_boxes", "resize_image", "resize_mask", "resized_crop",
     "resized_crop_bounding_boxes", "resized_crop_image", "resized_crop_mask", "rotate", "rotate_bounding_boxes",

@@ -133,3 +133,15 @@ def _valid_boxes_mask(boxes, format, canvas_size, min_size, min_area):
     valid = (widths >= min_size) & (heights >= min_size) & (widths * heights >= min_area)
     valid = valid & (xyxy >= 0).all(dim=-1) & (x1 <= width) & (x2 <= width) & (y1 <= height) & (y2 <= height)
     return valid
+
+
+def uniform_temporal_subsample(inpt, num_samples):
+    """`num_samples` frames evenly spaced over a video `[..., T, C, H, W]` (first and last included)."""
+    return _get_kernel(uniform_temporal_subsample, type(inpt))(inpt, num_samples=num_samples)
+
+
+@_register(uniform_temporal_subsample, Tensor, tv_tensors.Video)
+def uniform_temporal_subsample_video(video, num_samples):
+    t_max = video.shape[-4] - 1
+    indices = ember.linspace(0, t_max, num_samples).to(ember.int64)
+    return video.index_select(-4, indices)
