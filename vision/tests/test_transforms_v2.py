@@ -63,6 +63,10 @@ PAIRS = [
     ("RandomEqualize", lambda m: m.RandomEqualize()),
     ("RandomPerspective", lambda m: m.RandomPerspective(0.4, p=0.7)),
     ("ElasticTransform", lambda m: m.ElasticTransform(alpha=20.0, sigma=3.0)),
+    ("AutoAugment", lambda m: m.AutoAugment(T1.AutoAugmentPolicy.CIFAR10)),
+    ("RandAugment", lambda m: m.RandAugment(fill=5)),
+    ("TrivialAugmentWide", lambda m: m.TrivialAugmentWide()),
+    ("AugMix", lambda m: m.AugMix(severity=2)),
 ]
 
 
@@ -116,6 +120,20 @@ def test_five_and_ten_crop_match_v1(make):
         for g, w in zip(got, want):
             np.testing.assert_array_equal(_np(g), _np(w))
     assert len(make(v2)(F1.to_pil_image(img))) == len(want)
+
+
+def test_auto_augment_takes_one_image_and_refuses_boxes():
+    img = tv_tensors.Image(_img())
+    out_img, label = v2.RandAugment()(img, 3)
+    assert type(out_img) is tv_tensors.Image and label == 3
+    with pytest.raises(TypeError, match="not supported by AutoAugment"):
+        v2.AutoAugment()(img, _boxes([[1, 2, 3, 4]]))
+    with pytest.raises(TypeError, match="single image or video"):
+        v2.TrivialAugmentWide()(img, tv_tensors.Image(_img()))
+    with pytest.raises(ValueError, match="policy"):
+        v2.AutoAugment("imagenet")
+    video = v2.AugMix()(tv_tensors.Video(_img((2, 4, 3, 8, 8))))
+    assert type(video) is tv_tensors.Video and tuple(video.shape) == (2, 4, 3, 8, 8)
 
 
 def test_to_dtype_scale_matches_convert_image_dtype():
@@ -712,7 +730,7 @@ def test_functional_errors_and_kernel_registration():
 
 def test_missing_names_raise_not_implemented():
     with pytest.raises(NotImplementedError, match="README"):
-        v2.AutoAugment  # noqa: B018
+        v2.JPEG  # noqa: B018
     with pytest.raises(NotImplementedError, match="README"):
         F.jpeg  # noqa: B018
     with pytest.raises(AttributeError):

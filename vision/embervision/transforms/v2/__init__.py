@@ -9,6 +9,7 @@ from ..autoaugment import AutoAugmentPolicy
 from ..functional import InterpolationMode
 from . import functional
 from ._augment import CutMix, MixUp, RandomErasing
+from ._auto_augment import AugMix, AutoAugment, RandAugment, TrivialAugmentWide
 from ._color import (
     RGB, ColorJitter, Grayscale, RandomAdjustSharpness, RandomAutocontrast, RandomChannelPermutation, RandomEqualize,
     RandomGrayscale, RandomInvert, RandomPhotometricDistort, RandomPosterize, RandomSolarize,
@@ -27,10 +28,7 @@ from ._misc import (
 from ._transform import Transform
 
 # TorchVision v2 transforms not built here (vision/README.md lists them).
-_MISSING = {
-    "AugMix", "AutoAugment", "RandAugment", "TrivialAugmentWide", "JPEG", "GaussianNoise", "ClampKeyPoints",
-    "SanitizeKeyPoints",
-}
+_MISSING = {"JPEG", "GaussianNoise", "ClampKeyPoints", "SanitizeKeyPoints"}
 
 
 def __getattr__(name):
@@ -40,14 +38,14 @@ def __getattr__(name):
 
 
 __all__ = [
-    "AutoAugmentPolicy", "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose", "ConvertBoundingBoxFormat",
-    "ConvertImageDtype", "CutMix", "ElasticTransform", "FiveCrop", "GaussianBlur", "Grayscale", "Identity",
-    "InterpolationMode", "Lambda", "LinearTransformation", "MixUp", "Normalize", "PILToTensor", "Pad", "RGB",
-    "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast", "RandomChannelPermutation",
-    "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale", "RandomHorizontalFlip",
-    "RandomInvert", "RandomIoUCrop", "RandomOrder", "RandomPerspective", "RandomPhotometricDistort",
-    "RandomPosterize", "RandomResize", "RandomResizedCrop", "RandomRotation", "RandomShortestSize",
-    "RandomSolarize", "RandomVerticalFlip", "RandomZoomOut", "Resize", "SanitizeBoundingBoxes", "ScaleJitter",
-    "TenCrop", "ToDtype", "ToImage", "ToPILImage", "ToPureTensor", "ToTensor", "Transform",
-    "UniformTemporalSubsample", "functional",
+    "AugMix", "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose",
+    "ConvertBoundingBoxFormat", "ConvertImageDtype", "CutMix", "ElasticTransform", "FiveCrop", "GaussianBlur",
+    "Grayscale", "Identity", "InterpolationMode", "Lambda", "LinearTransformation", "MixUp", "Normalize",
+    "PILToTensor", "Pad", "RGB", "RandAugment", "RandomAdjustSharpness", "RandomAffine", "RandomApply",
+    "RandomAutocontrast", "RandomChannelPermutation", "RandomChoice", "RandomCrop", "RandomEqualize",
+    "RandomErasing", "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert", "RandomIoUCrop", "RandomOrder",
+    "RandomPerspective", "RandomPhotometricDistort", "RandomPosterize", "RandomResize", "RandomResizedCrop",
+    "RandomRotation", "RandomShortestSize", "RandomSolarize", "RandomVerticalFlip", "RandomZoomOut", "Resize",
+    "SanitizeBoundingBoxes", "ScaleJitter", "TenCrop", "ToDtype", "ToImage", "ToPILImage", "ToPureTensor",
+    "ToTensor", "Transform", "TrivialAugmentWide", "UniformTemporalSubsample", "functional",
 ]

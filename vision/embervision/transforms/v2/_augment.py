@@ -9,6 +9,7 @@ from ember import Tensor
 
 from ... import tv_tensors
 from ...tv_tensors import _pure
+from ..autoaugment import _sample_gamma
 from ..transforms import _randint, _uniform
 from . import functional as F
 from ._misc import _parse_labels_getter
@@ -76,23 +77,6 @@ class RandomErasing(_RandomApplyTransform):
         if isinstance(inpt, Tensor):
             params = dict(params, v=params["v"].to(inpt.dtype))
         return self._call_kernel(F.erase, inpt, **params, inplace=self.inplace)
-
-
-def _sample_gamma(k):
-    """One Gamma(k, 1) draw from ember's generator (Marsaglia and Tsang's method)."""
-    if k < 1.0:
-        # Gamma(k) = Gamma(k + 1) * U^(1/k)
-        return _sample_gamma(k + 1.0) * float(ember.rand(1).item()) ** (1.0 / k)
-    d = k - 1.0 / 3.0
-    c = 1.0 / math.sqrt(9.0 * d)
-    while True:
-        x = float(ember.randn(1).item())
-        v = (1.0 + c * x) ** 3
-        if v <= 0.0:
-            continue
-        u = float(ember.rand(1).item())
-        if u > 0.0 and math.log(u) < 0.5 * x * x + d - d * v + d * math.log(v):
-            return d * v
 
 
 def _sample_beta(alpha):
