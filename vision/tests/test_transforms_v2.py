@@ -258,6 +258,11 @@ def test_resize_boxes_and_masks():
     out = v2.Resize(12)(boxes)  # shorter edge (height 24) -> 12, width 32 -> 16
     assert out.canvas_size == (12, 16)
     np.testing.assert_allclose(_np(out), [[2, 3, 6, 9]])
+    img, out = v2.Resize(None, max_size=16)(tv_tensors.Image(_img()), boxes)  # longer edge (32) -> 16
+    assert tuple(img.shape[-2:]) == (12, 16) and out.canvas_size == (12, 16)
+    np.testing.assert_allclose(_np(out), [[2, 3, 6, 9]])
+    with pytest.raises(ValueError, match="max_size must be an integer"):
+        v2.Resize(None)
     mask = tv_tensors.Mask(ember.tensor([[0, 1], [2, 3]], dtype=ember.int64))
     big = F.resize(mask, [4, 4], interpolation=T1.InterpolationMode.BILINEAR)  # masks are always nearest
     np.testing.assert_array_equal(_np(big), [[0, 0, 1, 1], [0, 0, 1, 1], [2, 2, 3, 3], [2, 2, 3, 3]])
@@ -703,7 +708,7 @@ def test_functional_errors_and_kernel_registration():
         v2.Normalize([0.5], [0.5])(Image.new("L", (4, 4)))
     with pytest.raises(TypeError, match="float tensor"):
         v2.Normalize([0.5], [0.5])(ember.zeros(1, 2, 2, dtype=ember.uint8))
-    with pytest.raises(ValueError, match="size can either be"):
+    with pytest.raises(ValueError, match="size can be None"):
         v2.Resize((1, 2, 3))
     with pytest.raises(ValueError, match="larger than input image size"):
         v2.RandomCrop(30)(tv_tensors.Image(_img()))
@@ -733,5 +738,7 @@ def test_missing_names_raise_not_implemented():
         v2.JPEG  # noqa: B018
     with pytest.raises(NotImplementedError, match="README"):
         F.jpeg  # noqa: B018
+    with pytest.raises(NotImplementedError, match="README"):
+        tv_tensors.KeyPoints  # noqa: B018
     with pytest.raises(AttributeError):
         v2.NoSuchTransform  # noqa: B018

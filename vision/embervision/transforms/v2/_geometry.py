@@ -55,7 +55,8 @@ class RandomVerticalFlip(_RandomApplyTransform):
 
 
 class Resize(Transform):
-    """Resizes to `size` (h, w), or the shorter edge to `size` when it is an int / 1-sequence."""
+    """Resizes to `size` (h, w), or the shorter edge to `size` when it is an int / 1-sequence; the longer
+    edge is capped at `max_size` (with `size=None`, set to it)."""
 
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
         super().__init__()
@@ -63,8 +64,11 @@ class Resize(Transform):
             size = [size]
         elif isinstance(size, Sequence) and len(size) in (1, 2):
             size = list(size)
+        elif size is None:
+            if not isinstance(max_size, int):
+                raise ValueError(f"max_size must be an integer when size is None, but got {max_size} instead.")
         else:
-            raise ValueError(f"size can either be an integer or a sequence of one or two integers, but got {size} "
+            raise ValueError(f"size can be None, an integer or a sequence of one or two integers, but got {size} "
                              "instead.")
         self.size = size
         self.interpolation = _check_interpolation(interpolation)

@@ -62,10 +62,6 @@ def has_any(flat_inputs, *types_or_checks):
     return any(_matches(inpt, types_or_checks) for inpt in flat_inputs)
 
 
-def has_all(flat_inputs, *types_or_checks):
-    return all(any(_matches(inpt, (t,)) for inpt in flat_inputs) for t in types_or_checks)
-
-
 def _matches(inpt, types_or_checks):
     for check in types_or_checks:
         if isinstance(check, type) and isinstance(inpt, check):

@@ -98,6 +98,8 @@ vflip = vertical_flip
 # ---- resize ----
 
 def _output_size(canvas_size, size, max_size):
+    if size is None:
+        return _fit_longer_edge(canvas_size, max_size)
     if isinstance(size, int):
         size = [size]
     elif not (isinstance(size, (list, tuple)) and len(size) in (1, 2)):
@@ -109,8 +111,19 @@ def _output_size(canvas_size, size, max_size):
     return F1._compute_resized_output_size(canvas_size, list(size), max_size)
 
 
+def _fit_longer_edge(canvas_size, max_size):
+    """(h, w) with the longer edge at `max_size` and the aspect ratio kept (`size=None`)."""
+    if max_size is None:
+        raise ValueError("max_size must be an integer when size is None, but got None instead.")
+    height, width = canvas_size
+    short, long = (width, height) if width <= height else (height, width)
+    new_short = int(max_size * short / long)
+    return [max_size, new_short] if width <= height else [new_short, max_size]
+
+
 def resize(inpt, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
-    """Resizes to `size` (h, w), or the shorter edge to `size` when it is an int / 1-sequence."""
+    """Resizes to `size` (h, w), or the shorter edge to `size` when it is an int / 1-sequence; the longer
+    edge is capped at `max_size` (with `size=None`, set to it)."""
     kernel = _get_kernel(resize, type(inpt))
     return kernel(inpt, size=size, interpolation=interpolation, max_size=max_size, antialias=antialias)
 
