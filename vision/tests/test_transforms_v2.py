@@ -136,6 +136,30 @@ def test_auto_augment_takes_one_image_and_refuses_boxes():
     assert type(video) is tv_tensors.Video and tuple(video.shape) == (2, 4, 3, 8, 8)
 
 
+def test_jpeg_and_gaussian_noise():
+    img = tv_tensors.Image(_img((3, 16, 16)))
+    from embervision.io import decode_jpeg, encode_jpeg
+
+    out = v2.JPEG(60)(img)
+    assert type(out) is tv_tensors.Image and out.dtype == ember.uint8
+    np.testing.assert_array_equal(_np(out), _np(decode_jpeg(encode_jpeg(_img((3, 16, 16)), quality=60))))
+    video = v2.JPEG((40, 80))(tv_tensors.Video(_img((2, 3, 3, 8, 8))))
+    assert tuple(video.shape) == (2, 3, 3, 8, 8)
+    assert v2.JPEG(30)(F1.to_pil_image(img)).mode == "RGB"
+    with pytest.raises(TypeError, match="uint8"):
+        F.jpeg(img.to(ember.float32), 50)
+    with pytest.raises(ValueError, match="quality"):
+        v2.JPEG(0)
+    x = ember.full((3, 8, 8), 0.5)
+    ember.manual_seed(0)
+    noisy = v2.GaussianNoise(sigma=0.2)(x)
+    assert 0.1 < float((noisy - x).std()) < 0.3
+    assert float(v2.GaussianNoise(mean=2.0)(x).min()) == 1.0  # clipped
+    assert float(v2.GaussianNoise(mean=2.0, clip=False)(x).min()) > 1.0
+    with pytest.raises(ValueError, match="float"):
+        F.gaussian_noise(_img(), sigma=0.1)
+
+
 def test_to_dtype_scale_matches_convert_image_dtype():
     img = _img()
     want = T1.ConvertImageDtype(ember.float32)(img)
@@ -735,9 +759,9 @@ def test_functional_errors_and_kernel_registration():
 
 def test_missing_names_raise_not_implemented():
     with pytest.raises(NotImplementedError, match="README"):
-        v2.JPEG  # noqa: B018
+        v2.SanitizeKeyPoints  # noqa: B018
     with pytest.raises(NotImplementedError, match="README"):
-        F.jpeg  # noqa: B018
+        F.clamp_keypoints  # noqa: B018
     with pytest.raises(NotImplementedError, match="README"):
         tv_tensors.KeyPoints  # noqa: B018
     with pytest.raises(AttributeError):

@@ -8,7 +8,7 @@ where TorchVision's do; anything else passes through. See `Transform` for writin
 from ..autoaugment import AutoAugmentPolicy
 from ..functional import InterpolationMode
 from . import functional
-from ._augment import CutMix, MixUp, RandomErasing
+from ._augment import JPEG, CutMix, MixUp, RandomErasing
 from ._auto_augment import AugMix, AutoAugment, RandAugment, TrivialAugmentWide
 from ._color import (
     RGB, ColorJitter, Grayscale, RandomAdjustSharpness, RandomAutocontrast, RandomChannelPermutation, RandomEqualize,
@@ -21,14 +21,14 @@ from ._geometry import (
     RandomZoomOut, Resize, ScaleJitter, TenCrop,
 )
 from ._misc import (
-    ClampBoundingBoxes, ConvertBoundingBoxFormat, ConvertImageDtype, GaussianBlur, Identity, Lambda,
+    ClampBoundingBoxes, ConvertBoundingBoxFormat, ConvertImageDtype, GaussianBlur, GaussianNoise, Identity, Lambda,
     LinearTransformation, Normalize, PILToTensor, SanitizeBoundingBoxes, ToDtype, ToImage, ToPILImage, ToPureTensor,
     ToTensor, UniformTemporalSubsample,
 )
 from ._transform import Transform
 
 # TorchVision v2 transforms not built here (vision/README.md lists them).
-_MISSING = {"JPEG", "GaussianNoise", "ClampKeyPoints", "SanitizeKeyPoints"}
+_MISSING = {"ClampKeyPoints", "SanitizeKeyPoints"}
 
 
 def __getattr__(name):
@@ -40,9 +40,9 @@ def __getattr__(name):
 __all__ = [
     "AugMix", "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose",
     "ConvertBoundingBoxFormat", "ConvertImageDtype", "CutMix", "ElasticTransform", "FiveCrop", "GaussianBlur",
-    "Grayscale", "Identity", "InterpolationMode", "Lambda", "LinearTransformation", "MixUp", "Normalize",
-    "PILToTensor", "Pad", "RGB", "RandAugment", "RandomAdjustSharpness", "RandomAffine", "RandomApply",
-    "RandomAutocontrast", "RandomChannelPermutation", "RandomChoice", "RandomCrop", "RandomEqualize",
+    "GaussianNoise", "Grayscale", "Identity", "InterpolationMode", "JPEG", "Lambda", "LinearTransformation",
+    "MixUp", "Normalize", "PILToTensor", "Pad", "RGB", "RandAugment", "RandomAdjustSharpness", "RandomAffine",
+    "RandomApply", "RandomAutocontrast", "RandomChannelPermutation", "RandomChoice", "RandomCrop", "RandomEqualize",
     "RandomErasing", "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert", "RandomIoUCrop", "RandomOrder",
     "RandomPerspective", "RandomPhotometricDistort", "RandomPosterize", "RandomResize", "RandomResizedCrop",
     "RandomRotation", "RandomShortestSize", "RandomSolarize", "RandomVerticalFlip", "RandomZoomOut", "Resize",

@@ -185,3 +185,24 @@ class CutMix(_BaseMixUpCutMix):
         output = plain.clone()
         output[..., y1:y2, x1:x2] = plain.roll(1, 0)[..., y1:y2, x1:x2]
         return tv_tensors.wrap(output, like=inpt) if isinstance(inpt, tv_tensors.TVTensor) else output
+
+
+class JPEG(Transform):
+    """Round-trips uint8 images through JPEG compression at `quality`, or at a quality drawn from a
+    (min, max) range."""
+
+    def __init__(self, quality):
+        super().__init__()
+        if isinstance(quality, int):
+            quality = [quality, quality]
+        elif not (isinstance(quality, Sequence) and len(quality) == 2 and all(isinstance(q, int) for q in quality)):
+            raise TypeError(f"quality can either be an integer or a sequence of two integers, got {quality!r}")
+        if not 1 <= quality[0] <= quality[1] <= 100:
+            raise ValueError(f"quality must be an integer from 1 to 100, got quality={quality}")
+        self.quality = quality
+
+    def make_params(self, flat_inputs):
+        return dict(quality=_randint(self.quality[0], self.quality[1] + 1))
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.jpeg, inpt, quality=params["quality"])

@@ -344,3 +344,16 @@ class SanitizeBoundingBoxes(Transform):
         output = _pure(inpt)[params["valid"]]
         return output if is_label else tv_tensors.wrap(output, like=inpt)
 
+
+
+class GaussianNoise(Transform):
+    """Adds normal noise (`mean`, `sigma`) to float images and videos, clipped to [0, 1] unless `clip=False`."""
+
+    def __init__(self, mean=0.0, sigma=0.1, clip=True):
+        super().__init__()
+        self.mean = mean
+        self.sigma = sigma
+        self.clip = clip
+
+    def transform(self, inpt, params):
+        return self._call_kernel(F.gaussian_noise, inpt, mean=self.mean, sigma=self.sigma, clip=self.clip)

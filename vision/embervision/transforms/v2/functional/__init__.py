@@ -14,7 +14,8 @@ from ._meta import (
 )
 from ._misc import (
     adjust_brightness, adjust_contrast, adjust_gamma, adjust_hue, adjust_saturation, adjust_sharpness, autocontrast,
-    equalize, erase, erase_image, gaussian_blur, gaussian_blur_image, grayscale_to_rgb, grayscale_to_rgb_image, invert,
+    equalize, erase, erase_image, gaussian_blur, gaussian_blur_image, gaussian_noise, gaussian_noise_image, jpeg,
+    jpeg_image, grayscale_to_rgb, grayscale_to_rgb_image, invert,
     normalize, normalize_image, permute_channels, permute_channels_image, posterize, rgb_to_grayscale,
     sanitize_bounding_boxes, solarize, uniform_temporal_subsample, uniform_temporal_subsample_video,
 )
@@ -22,7 +23,7 @@ from ._type_conversion import pil_to_tensor, to_image, to_pil_image
 from ._utils import is_pure_tensor, register_kernel
 
 # TorchVision v2 functionals not built here (vision/README.md lists them).
-_MISSING = {"jpeg", "gaussian_noise", "clamp_keypoints", "convert_bounding_boxes_to_points"}
+_MISSING = {"clamp_keypoints", "convert_bounding_boxes_to_points"}
 
 
 def __getattr__(name):
@@ -37,7 +38,7 @@ __all__ = list(_geometry_all) + [
     "to_tensor", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue", "adjust_saturation",
     "adjust_sharpness", "autocontrast", "clamp_bounding_boxes", "convert_bounding_box_format", "equalize", "erase",
     "erase_image", "gaussian_blur", "gaussian_blur_image", "get_dimensions", "get_num_channels", "get_num_frames",
-    "get_size", "grayscale_to_rgb", "grayscale_to_rgb_image", "invert", "is_pure_tensor", "normalize",
+    "gaussian_noise", "gaussian_noise_image", "jpeg", "jpeg_image", "get_size", "grayscale_to_rgb", "grayscale_to_rgb_image", "invert", "is_pure_tensor", "normalize",
     "normalize_image", "permute_channels", "permute_channels_image", "pil_to_tensor", "posterize",
     "register_kernel", "rgb_to_grayscale", "sanitize_bounding_boxes", "solarize", "to_dtype", "to_dtype_image",
     "to_image", "to_pil_image", "uniform_temporal_subsample", "uniform_temporal_subsample_video",

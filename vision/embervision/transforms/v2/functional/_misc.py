@@ -1,10 +1,15 @@
 """Colour, normalisation, blur, erasing and bounding-box sanitising functionals (images and videos only,
 except `sanitize_bounding_boxes`)."""
+import io
+
+import PIL.Image
+
 import ember
 from ember import Tensor
 
 from ... import functional as F1
 from .... import tv_tensors
+from ....io import decode_jpeg, encode_jpeg
 from ._meta import _box_metadata, _to_xyxy
 from ._utils import IMAGE_TYPES, PILImage, _get_kernel, _register
 
@@ -145,3 +150,49 @@ def uniform_temporal_subsample_video(video, num_samples):
     t_max = video.shape[-4] - 1
     indices = ember.linspace(0, t_max, num_samples).to(ember.int64)
     return video.index_select(-4, indices)
+
+
+def gaussian_noise(inpt, mean=0.0, sigma=0.1, clip=True):
+    """Adds normal noise (`mean`, `sigma`) to float images and videos, clipped to [0, 1] unless `clip=False`."""
+    return _get_kernel(gaussian_noise, type(inpt))(inpt, mean=mean, sigma=sigma, clip=clip)
+
+
+@_register(gaussian_noise, *IMAGE_TYPES)
+def gaussian_noise_image(image, mean=0.0, sigma=0.1, clip=True):
+    if not image.is_floating_point():
+        raise ValueError(f"Input tensor is expected to be in float dtype, got dtype={image.dtype}")
+    if sigma < 0:
+        raise ValueError(f"sigma shouldn't be negative. Got {sigma}")
+    noisy = image + (mean + ember.randn(*image.shape, dtype=image.dtype) * sigma)
+    return noisy.clamp(0, 1) if clip else noisy
+
+
+def jpeg(inpt, quality):
+    """Round-trips uint8 images through JPEG compression at `quality` (1-100)."""
+    return _get_kernel(jpeg, type(inpt))(inpt, quality=quality)
+
+
+def _check_quality(quality):
+    if not 1 <= quality <= 100:
+        raise ValueError(f"quality must be an integer from 1 to 100, got quality={quality}")
+
+
+@_register(jpeg, *IMAGE_TYPES)
+def jpeg_image(image, quality):
+    _check_quality(quality)
+    if image.dtype != ember.uint8:
+        raise TypeError(f"Input image should be of dtype uint8, but got {image.dtype}")
+    if image.ndim == 3:
+        return decode_jpeg(encode_jpeg(image, quality=quality))
+    shape = list(image.shape)
+    frames = list(image.reshape([-1] + shape[-3:]).unbind(0))
+    return ember.stack(decode_jpeg(encode_jpeg(frames, quality=quality))).reshape(shape)
+
+
+@_register(jpeg, PILImage)
+def _jpeg_image_pil(image, quality):
+    _check_quality(quality)
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=quality)
+    buffer.seek(0)
+    return PIL.Image.open(buffer).convert(image.mode)
