@@ -272,6 +272,8 @@ def test_flip_boxes(format, box, hflipped, vflipped):
     assert type(out) is tv_tensors.BoundingBoxes and out.format == boxes.format and out.canvas_size == (24, 32)
     np.testing.assert_array_equal(_np(out), [hflipped])
     np.testing.assert_array_equal(_np(F.vertical_flip(boxes)), [vflipped])
+    plain = ember.tensor([box], dtype=ember.float32)  # the kernels take plain tensors and explicit metadata
+    np.testing.assert_array_equal(_np(F.horizontal_flip_bounding_boxes(plain, format, (24, 32))), [hflipped])
 
 
 def test_resize_boxes_and_masks():

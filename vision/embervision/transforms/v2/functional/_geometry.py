@@ -14,7 +14,7 @@ from ...functional import (
     InterpolationMode, _get_inverse_affine_matrix, _get_perspective_coeffs, _interp, pil_modes_mapping,
 )
 from .... import tv_tensors
-from ....tv_tensors import BoundingBoxFormat, _pure
+from ....tv_tensors import BoundingBoxFormat, _parse_format, _pure
 from ._meta import _from_xyxy, _to_xyxy, clamp_bounding_boxes_tensor
 from ._utils import IMAGE_TYPES, PILImage, _get_kernel, _register
 
@@ -52,6 +52,7 @@ def horizontal_flip_image(image):
 
 
 def horizontal_flip_bounding_boxes(bounding_boxes, format, canvas_size):
+    format = _parse_format(format)
     width = canvas_size[1]
     a, b, c, d = bounding_boxes.unbind(-1)
     if format == BoundingBoxFormat.XYXY:
@@ -77,6 +78,7 @@ def vertical_flip_image(image):
 
 
 def vertical_flip_bounding_boxes(bounding_boxes, format, canvas_size):
+    format = _parse_format(format)
     height = canvas_size[0]
     a, b, c, d = bounding_boxes.unbind(-1)
     if format == BoundingBoxFormat.XYXY:
@@ -180,6 +182,7 @@ _register(crop, _MASK)(crop_mask)
 
 def crop_bounding_boxes(bounding_boxes, format, top, left, height, width):
     """Moves boxes into the crop's frame and clamps them; returns (boxes, (height, width))."""
+    format = _parse_format(format)
     shift = [left, top, left, top] if format == BoundingBoxFormat.XYXY else [left, top, 0, 0]
     moved = bounding_boxes - ember.tensor(shift, dtype=bounding_boxes.dtype)
     canvas_size = (height, width)
@@ -331,6 +334,7 @@ _register(pad, _MASK)(pad_mask)
 
 def pad_bounding_boxes(bounding_boxes, format, canvas_size, padding, padding_mode="constant"):
     """Moves boxes onto the padded canvas; returns (boxes, new canvas_size)."""
+    format = _parse_format(format)
     if padding_mode != "constant":
         raise ValueError(f"Padding mode '{padding_mode}' is not supported with bounding boxes")
     left, top, right, bottom = _parse_padding(padding)
@@ -406,6 +410,7 @@ def _affine_mask(mask, angle, translate, scale, shear, fill=None, center=None, *
 
 def _affine_boxes_with_expand(boxes, format, canvas_size, angle, translate, scale, shear, center, expand):
     """The axis-aligned boxes around the transformed corners of each box, clamped to the (expanded) canvas."""
+    format = _parse_format(format)
     if boxes.numel() == 0:
         return boxes, tuple(canvas_size)
     angle, translate, shear, center = _affine_args(angle, translate, scale, shear, center)
@@ -533,6 +538,7 @@ def _invert_perspective(c):
 
 def perspective_bounding_boxes(bounding_boxes, format, canvas_size, startpoints, endpoints, coefficients=None):
     """The axis-aligned boxes around the moved corners of each box, clamped to the canvas."""
+    format = _parse_format(format)
     if bounding_boxes.numel() == 0:
         return bounding_boxes
     inv = _invert_perspective(_perspective_coefficients(startpoints, endpoints, coefficients))
@@ -592,6 +598,7 @@ def _identity_grid(height, width, dtype):
 def elastic_bounding_boxes(bounding_boxes, format, canvas_size, displacement):
     """Moves each box corner by the approximate inverse of the displacement (`identity - displacement`,
     as TorchVision), then takes the box around the moved corners. Approximate for large displacements."""
+    format = _parse_format(format)
     height, width = canvas_size
     expected = (1, height, width, 2)
     if not isinstance(displacement, ember.Tensor):
