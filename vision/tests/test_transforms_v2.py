@@ -694,6 +694,15 @@ def test_containers():
     with pytest.raises(ValueError, match="Length of p"):
         v2.RandomChoice([flip], p=[0.5, 0.5])
     assert "RandomHorizontalFlip(p=1.0)" in repr(v2.Compose([flip]))
+    # DataLoader workers receive the pipeline pickled
+    pipeline = v2.Compose([v2.RandomResizedCrop(8), v2.Pad(1, fill={tv_tensors.Image: 3, "others": 0}),
+                           v2.SanitizeBoundingBoxes(labels_getter=None)])
+    ember.manual_seed(1)
+    want = pipeline(img, _boxes([[1, 2, 20, 20]]))
+    ember.manual_seed(1)
+    got = pickle.loads(pickle.dumps(pipeline))(img, _boxes([[1, 2, 20, 20]]))
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(_np(g), _np(w))
 
 
 # ---- tv_tensors ----

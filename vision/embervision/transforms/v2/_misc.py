@@ -295,13 +295,17 @@ def _find_labels_default_heuristic(inputs):
     return inputs[candidate]
 
 
+def _no_labels(sample):
+    return None
+
+
 def _parse_labels_getter(labels_getter):
     if labels_getter == "default":
         return _find_labels_default_heuristic
     if callable(labels_getter):
         return labels_getter
     if labels_getter is None:
-        return lambda _: None
+        return _no_labels
     raise ValueError(f"labels_getter should either be 'default', a callable, or None, but got {labels_getter}.")
 
 
