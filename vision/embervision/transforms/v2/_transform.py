@@ -168,6 +168,7 @@ class _RandomApplyTransform(Transform):
 
     def forward(self, *inputs):
         sample = inputs if len(inputs) > 1 else inputs[0]
+        self.check_inputs(tree_flatten(sample)[0])
         if float(ember.rand(1).item()) >= self.p:
             return sample
         return super().forward(*inputs)
