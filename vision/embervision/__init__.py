@@ -5,4 +5,4 @@ What works and what is missing: README.md.
 
 __version__ = "0.1.0"
 
-from . import datasets, io, models, ops, transforms, utils  # noqa: E402,F401
+from . import datasets, io, models, ops, transforms, tv_tensors, utils  # noqa: E402,F401

@@ -607,14 +607,16 @@ def _equalize_single(img):
 
 def equalize(img):
     _assert_image_tensor(img)
-    if not (3 <= img.ndim <= 4):
-        raise TypeError(f"Input image tensor should have 3 or 4 dimensions, but found {img.ndim}")
+    if img.ndim < 3:
+        raise TypeError(f"Input image tensor should have at least 3 dimensions, but found {img.ndim}")
     if img.dtype != ember.uint8:
         raise TypeError(f"Only torch.uint8 image tensors are supported, but found {img.dtype}")
     _assert_channels(img, [1, 3])
     if img.ndim == 3:
         return _equalize_single(img)
-    return ember.stack([_equalize_single(x) for x in img])
+    # any leading batch dimensions (videos, batches of videos), as TorchVision v2's equalize
+    flat, lead = _flatten_batch(img)
+    return ember.stack([_equalize_single(x) for x in flat]).reshape(lead + list(img.shape[-3:]))
 
 
 def normalize(tensor, mean, std, inplace=False):
