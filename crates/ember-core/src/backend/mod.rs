@@ -23,6 +23,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::index::{IndexShape, Reduce};
 use crate::ops::conv::Geom;
+use crate::ops::linalg::Info;
 use crate::ops::pool::{Axis, Divisor};
 use crate::ops::random::Distribution;
 use crate::ops::scan::ScanOp;
@@ -192,6 +193,50 @@ pub trait Backend: Send + Sync {
     /// coefficients of a hermitian signal of `last_size` points: real, of `x`'s precision.
     fn fft_c2r(&self, x: &Tensor, dims: &[usize], last_size: usize, scale: f64) -> Result<Tensor> {
         unsupported("_fft_c2r", self.name(), x.dtype())
+    }
+
+    // ---- linear algebra (float32/64, complex64/128) over batches of matrices: `a` is
+    // `[*, m, n]`, checked; a failure is a per-matrix `Info` code, not an error ----
+    /// The lower Cholesky factor of each Hermitian positive-definite matrix.
+    fn cholesky(&self, a: &Tensor) -> Result<(Tensor, Info)> {
+        unsupported("linalg_cholesky_ex", self.name(), a.dtype())
+    }
+    /// `(Q, R)` in `mode` "reduced", "complete" or "r" (Q then empty).
+    fn qr(&self, a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
+        unsupported("linalg_qr", self.name(), a.dtype())
+    }
+    /// Eigenvalues (ascending, real) and, with `vectors`, eigenvectors of Hermitian matrices,
+    /// reading the `lower` triangle (the upper one otherwise).
+    fn eigh(&self, a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Option<Tensor>, Info)> {
+        unsupported("linalg_eigh", self.name(), a.dtype())
+    }
+    /// Complex eigenvalues and, with `vectors`, unit eigenvectors of general square matrices.
+    fn eig(&self, a: &Tensor, vectors: bool) -> Result<(Tensor, Option<Tensor>, Info)> {
+        unsupported("linalg_eig", self.name(), a.dtype())
+    }
+    /// `(U, S, Vh)` (U and Vh only with `vectors`; square U and Vh with `full`).
+    fn svd(&self, a: &Tensor, full: bool, vectors: bool) -> Result<(Option<Tensor>, Tensor, Option<Tensor>, Info)> {
+        unsupported("_linalg_svd", self.name(), a.dtype())
+    }
+    /// `X` with `A X = B` for square `a` and `b` (`[*, n, k]`, batch dims equal to `a`'s).
+    fn solve(&self, a: &Tensor, b: &Tensor) -> Result<(Tensor, Info)> {
+        unsupported("linalg_solve_ex", self.name(), a.dtype())
+    }
+    /// The inverse of each square matrix (info: the zero pivot).
+    fn inv(&self, a: &Tensor) -> Result<(Tensor, Info)> {
+        unsupported("linalg_inv_ex", self.name(), a.dtype())
+    }
+    /// `(det, unused)`, or with `log` `(sign, logabsdet)`, of each square matrix.
+    fn det(&self, a: &Tensor, log: bool) -> Result<(Tensor, Tensor)> {
+        unsupported(if log { "linalg_slogdet" } else { "linalg_det" }, self.name(), a.dtype())
+    }
+    /// LU with partial pivoting: the packed factors, int32 pivots (1-based, LAPACK's) and info.
+    fn lu_factor(&self, a: &Tensor) -> Result<(Tensor, Tensor, Info)> {
+        unsupported("linalg_lu_factor_ex", self.name(), a.dtype())
+    }
+    /// `X` with `A X = B` for triangular `a` (`upper` or lower, `unit` diagonal if asked).
+    fn solve_triangular(&self, a: &Tensor, b: &Tensor, upper: bool, unit: bool) -> Result<Tensor> {
+        unsupported("linalg_solve_triangular", self.name(), a.dtype())
     }
 
     // ---- pooling (float dtypes) over the last `dims` dims of `x`, whose D, H, W windows (unit

@@ -5,6 +5,7 @@ pub mod conv;
 pub mod fft;
 pub mod half;
 pub mod index;
+pub mod linalg;
 pub mod map;
 pub mod math;
 pub mod nhwc;
@@ -25,6 +26,7 @@ use crate::error::Result;
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::index::{IndexShape, Reduce};
 use crate::ops::conv::Geom;
+use crate::ops::linalg::Info;
 use crate::ops::pool::{Axis, Divisor};
 use crate::backend::cpu::map::{for_each_indexed, ternary_into, unary_into, Ptr};
 use crate::ops::random::Distribution;
@@ -232,6 +234,46 @@ impl Backend for Cpu {
 
     fn fft_c2r(&self, x: &Tensor, dims: &[usize], last_size: usize, scale: f64) -> Result<Tensor> {
         fft::c2r(x, dims, last_size, scale)
+    }
+
+    fn cholesky(&self, a: &Tensor) -> Result<(Tensor, Info)> {
+        linalg::decomp::cholesky_kernel(a)
+    }
+
+    fn qr(&self, a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
+        linalg::decomp::qr_kernel(a, mode)
+    }
+
+    fn eigh(&self, a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Option<Tensor>, Info)> {
+        linalg::eigen::eigh_kernel(a, lower, vectors)
+    }
+
+    fn eig(&self, a: &Tensor, vectors: bool) -> Result<(Tensor, Option<Tensor>, Info)> {
+        linalg::eigen::eig_kernel(a, vectors)
+    }
+
+    fn svd(&self, a: &Tensor, full: bool, vectors: bool) -> Result<(Option<Tensor>, Tensor, Option<Tensor>, Info)> {
+        linalg::svd::svd_kernel(a, full, vectors)
+    }
+
+    fn solve(&self, a: &Tensor, b: &Tensor) -> Result<(Tensor, Info)> {
+        linalg::solve::solve_kernel(a, b)
+    }
+
+    fn inv(&self, a: &Tensor) -> Result<(Tensor, Info)> {
+        linalg::solve::inv_kernel(a)
+    }
+
+    fn det(&self, a: &Tensor, log: bool) -> Result<(Tensor, Tensor)> {
+        linalg::solve::det_kernel(a, log)
+    }
+
+    fn lu_factor(&self, a: &Tensor) -> Result<(Tensor, Tensor, Info)> {
+        linalg::solve::lu_factor_kernel(a)
+    }
+
+    fn solve_triangular(&self, a: &Tensor, b: &Tensor, upper: bool, unit: bool) -> Result<Tensor> {
+        linalg::solve::solve_triangular_kernel(a, b, upper, unit)
     }
 
     fn max_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3]) -> Result<(Tensor, Tensor)> {

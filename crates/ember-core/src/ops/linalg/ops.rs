@@ -1,15 +1,16 @@
 //! The differentiable entry points: argument checks, the kernel, and the node that records the
 //! derivative (formulas in `ops::grad::linalg`).
-use super::decomp::{cholesky_kernel, not_positive_definite, qr_kernel};
-use super::eigen::{eig_kernel, eigh_kernel, NO_CONVERGENCE};
-use super::solve::{broadcast_pair, det_kernel, inv_kernel, inv_message, lu_factor_kernel, solve_kernel, solve_triangular_kernel, SINGULAR};
-use super::svd::{svd_kernel, SVD_NO_CONVERGENCE};
-use super::{check_dtype, check_matrix};
+use super::{broadcast_pair, check_dtype, check_matrix, inv_message, not_positive_definite, NO_CONVERGENCE, SINGULAR, SVD_NO_CONVERGENCE};
+use crate::backend::{self, Backend};
 use crate::autograd::{not_implemented, track};
 use crate::bail;
 use crate::error::Result;
 use crate::ops::grad::linalg as grad;
 use crate::tensor::Tensor;
+
+fn on(a: &Tensor) -> Result<&'static dyn Backend> {
+    backend::of(a.device())
+}
 
 fn same_dtype(op: &str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.dtype() != b.dtype() {
@@ -25,7 +26,7 @@ pub fn solve_ex(a: &Tensor, b: &Tensor, check_errors: bool) -> Result<(Tensor, T
     check_dtype("linalg.solve", b)?;
     same_dtype("linalg.solve", a, b)?;
     let (a, b) = broadcast_pair("linalg.solve", a, b)?;
-    let (x, info) = track(&[&a, &b], || solve_kernel(&a, &b), |(x, _)| grad::record_solve(&a, &b, x))?;
+    let (x, info) = track(&[&a, &b], || backend::serving(&a, [&b])?.solve(&a, &b), |(x, _)| grad::record_solve(&a, &b, x))?;
     if check_errors {
         info.check("torch.linalg.solve", |_| SINGULAR.into())?;
     }
@@ -38,7 +39,7 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 pub fn inv_ex(a: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor)> {
     check_matrix("linalg.inv", a, true)?;
-    let (y, info) = track(&[a], || inv_kernel(a), |(y, _)| grad::record_inv(a, y))?;
+    let (y, info) = track(&[a], || on(a)?.inv(a), |(y, _)| grad::record_inv(a, y))?;
     if check_errors {
         info.check("linalg.inv", inv_message)?;
     }
@@ -50,12 +51,12 @@ pub fn inv(a: &Tensor) -> Result<Tensor> {
 }
 
 pub fn det(a: &Tensor) -> Result<Tensor> {
-    track(&[a], || Ok(det_kernel(a, false)?.0), |d| grad::record_det(a, d))
+    track(&[a], || Ok(on(a)?.det(a, false)?.0), |d| grad::record_det(a, d))
 }
 
 /// `(sign, logabsdet)`.
 pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
-    track(&[a], || det_kernel(a, true), |(s, l)| grad::record_slogdet(a, s, l))
+    track(&[a], || on(a)?.det(a, true), |(s, l)| grad::record_slogdet(a, s, l))
 }
 
 fn check_uplo(uplo: &str) -> Result<bool> {
@@ -70,7 +71,7 @@ fn check_uplo(uplo: &str) -> Result<bool> {
 pub fn eigh(a: &Tensor, uplo: &str) -> Result<(Tensor, Tensor)> {
     let lower = check_uplo(uplo)?;
     let (l, q) = track(&[a], || {
-        let (l, q, info) = eigh_kernel(a, lower, true)?;
+        let (l, q, info) = on(a)?.eigh(a, lower, true)?;
         info.check("linalg.eigh", |_| NO_CONVERGENCE.into())?;
         Ok((l, q.expect("eigenvectors were asked for")))
     }, |(l, q)| grad::record_eigh(a, l, q))?;
@@ -82,14 +83,14 @@ pub fn eigvalsh(a: &Tensor, uplo: &str) -> Result<Tensor> {
     if crate::autograd::needs_grad(&[a]) {
         return Ok(eigh(a, uplo)?.0);
     }
-    let (l, _, info) = eigh_kernel(a, check_uplo(uplo)?, false)?;
+    let (l, _, info) = on(a)?.eigh(a, check_uplo(uplo)?, false)?;
     info.check("linalg.eigvalsh", |_| NO_CONVERGENCE.into())?;
     Ok(l)
 }
 
 /// `cholesky_ex`: the lower (or, with `upper`, upper) factor and the info.
 pub fn cholesky_ex(a: &Tensor, upper: bool, check_errors: bool) -> Result<(Tensor, Tensor)> {
-    let (l, info) = track(&[a], || cholesky_kernel(a), |(l, _)| grad::record_cholesky(a, l))?;
+    let (l, info) = track(&[a], || on(a)?.cholesky(a), |(l, _)| grad::record_cholesky(a, l))?;
     if check_errors {
         info.check("linalg.cholesky", not_positive_definite)?;
     }
@@ -107,7 +108,7 @@ pub fn solve_triangular(a: &Tensor, b: &Tensor, upper: bool, left: bool, unitria
         return solve_triangular(&a.transpose(-2, -1)?, &b.transpose(-2, -1)?, !upper, true, unitriangular)?.transpose(-2, -1);
     }
     let (a, b) = broadcast_pair("linalg.solve_triangular", a, b)?;
-    track(&[&a, &b], || solve_triangular_kernel(&a, &b, upper, unitriangular), |x| grad::record_solve_triangular(&a, &b, x, upper, unitriangular))
+    track(&[&a, &b], || backend::serving(&a, [&b])?.solve_triangular(&a, &b, upper, unitriangular), |x| grad::record_solve_triangular(&a, &b, x, upper, unitriangular))
 }
 
 /// `(Q, R)`; differentiable for "reduced" mode with at least as many rows as columns (and so
@@ -118,9 +119,9 @@ pub fn qr(a: &Tensor, mode: &str) -> Result<(Tensor, Tensor)> {
     let differentiable = m >= n && (mode == "reduced" || (mode == "complete" && m == n));
     if !differentiable {
         not_implemented("linalg_qr (only mode='reduced' with rows >= columns)", &[a])?;
-        return qr_kernel(a, mode);
+        return on(a)?.qr(a, mode);
     }
-    track(&[a], || qr_kernel(a, mode), |(q, r)| grad::record_qr(a, q, r))
+    track(&[a], || on(a)?.qr(a, mode), |(q, r)| grad::record_qr(a, q, r))
 }
 
 /// `(U, S, Vh)`; differentiable for `full_matrices=False` (or square input).
@@ -130,7 +131,7 @@ pub fn svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> 
         not_implemented("linalg_svd with full_matrices=True on non-square input", &[a])?;
     }
     track(&[a], || {
-        let (u, s, vh, info) = svd_kernel(a, full_matrices, true)?;
+        let (u, s, vh, info) = on(a)?.svd(a, full_matrices, true)?;
         info.check("linalg.svd", |_| SVD_NO_CONVERGENCE.into())?;
         Ok((u.expect("asked for U"), s, vh.expect("asked for Vh")))
     }, |(u, s, vh)| grad::record_svd(a, u, s, vh))
@@ -141,7 +142,7 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
     if crate::autograd::needs_grad(&[a]) {
         return Ok(svd(a, false)?.1);
     }
-    let (_, s, _, info) = svd_kernel(a, false, false)?;
+    let (_, s, _, info) = on(a)?.svd(a, false, false)?;
     info.check("linalg.svd", |_| SVD_NO_CONVERGENCE.into())?;
     Ok(s)
 }
@@ -151,13 +152,13 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
 pub fn eig(a: &Tensor, vectors: bool) -> Result<(Tensor, Option<Tensor>)> {
     if crate::autograd::needs_grad(&[a]) {
         let (w, v) = track(&[a], || {
-            let (w, v, info) = eig_kernel(a, true)?;
+            let (w, v, info) = on(a)?.eig(a, true)?;
             info.check("linalg.eig", |_| NO_CONVERGENCE.into())?;
             Ok((w, v.expect("eigenvectors were asked for")))
         }, |(w, v)| grad::record_eig(a, w, v))?;
         return Ok((w, vectors.then_some(v)));
     }
-    let (w, v, info) = eig_kernel(a, vectors)?;
+    let (w, v, info) = on(a)?.eig(a, vectors)?;
     info.check("linalg.eig", |_| NO_CONVERGENCE.into())?;
     Ok((w, v))
 }
@@ -168,7 +169,7 @@ pub fn lu_factor_ex(a: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor, T
     if !square {
         not_implemented("linalg_lu_factor_ex on non-square input", &[a])?;
     }
-    let (lu, piv, info) = track(&[a], || lu_factor_kernel(a), |(lu, piv, _)| grad::record_lu_factor(a, lu, piv))?;
+    let (lu, piv, info) = track(&[a], || on(a)?.lu_factor(a), |(lu, piv, _)| grad::record_lu_factor(a, lu, piv))?;
     if check_errors {
         info.check("torch.linalg.lu_factor_ex", |c| format!("U[{c},{c}] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"))?;
     }

@@ -1,5 +1,7 @@
 //! Singular value decomposition (`svd`, `svdvals`): singular values non-increasing.
-use super::{check_matrix, each, real_tensor, scratch, stack, Batch, Info, Out};
+use crate::ops::linalg::check_matrix;
+use super::{each, real_tensor, scratch, stack, Batch, Out};
+use crate::ops::linalg::Info;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::backend::cpu::map::Ptr;
@@ -53,7 +55,6 @@ pub fn svd_kernel(a: &Tensor, full: bool, vectors: bool) -> Result<(Option<Tenso
     Ok((u.map(|o| o.t), real_tensor(values, &shape, a.t.dtype().to_real())?, vh.map(|o| o.t), info))
 }
 
-pub const SVD_NO_CONVERGENCE: &str = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values.";
 
 #[cfg(test)]
 mod tests {

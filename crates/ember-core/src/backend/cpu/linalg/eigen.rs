@@ -1,6 +1,8 @@
 //! Eigendecompositions: `eigh`/`eigvalsh` (Hermitian, ascending real eigenvalues, reading one
 //! triangle as LAPACK does) and `eig`/`eigvals` (general, complex results).
-use super::{check_matrix, each, real_tensor, scratch, stack, Batch, Field, Info, Out};
+use crate::ops::linalg::check_matrix;
+use super::{each, real_tensor, scratch, stack, Batch, Field, Out};
+use crate::ops::linalg::Info;
 use crate::dtype::{CDouble, Element};
 use crate::error::Result;
 use crate::backend::cpu::map::Ptr;
@@ -59,7 +61,6 @@ pub fn eigh_kernel(a: &Tensor, lower: bool, vectors: bool) -> Result<(Tensor, Op
     Ok((real_tensor(values, &shape, a.t.dtype().to_real())?, out.map(|o| o.t), info))
 }
 
-pub const NO_CONVERGENCE: &str = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues.";
 
 /// `eig`: complex eigenvalues `[*, n]` and unit-norm eigenvectors `[*, n, n]` (when `vectors`).
 pub fn eig_kernel(a: &Tensor, vectors: bool) -> Result<(Tensor, Option<Tensor>, Info)> {

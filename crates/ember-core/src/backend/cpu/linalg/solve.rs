@@ -1,7 +1,8 @@
 //! LU with partial pivoting and what is built on it: `solve`, `inv`, `det`, `slogdet`,
 //! `lu_factor`/`lu_solve`, and triangular solves.
-use super::{check_matrix, each, scratch, stack, Batch, Field, Info, Out};
-use crate::bail;
+use crate::ops::linalg::check_matrix;
+use super::{each, scratch, stack, Batch, Field, Out};
+use crate::ops::linalg::Info;
 use crate::dtype::{CDouble, DType};
 use faer::reborrow::ReborrowMut;
 use crate::error::Result;
@@ -135,19 +136,7 @@ pub fn solve_kernel(a: &Tensor, b: &Tensor) -> Result<(Tensor, Info)> {
     Ok((out.t, info))
 }
 
-pub const SINGULAR: &str = "The solver failed because the input matrix is singular.";
 
-/// Broadcasts the batch dims of `a` ([*, n, n]) and `b` ([*, n, k]) against each other.
-pub fn broadcast_pair(op: &str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
-    let (na, nb) = (a.ndim(), b.ndim());
-    if nb < 2 || a.shape()[na - 1] != b.shape()[nb - 2] {
-        let bshape = if nb >= 2 { format!("{}x{}", b.shape()[nb - 2], b.shape()[nb - 1]) } else { format!("{}x1", b.shape().last().copied().unwrap_or(1)) };
-        bail!(Runtime, "{op}: Incompatible shapes of A and B for the equation AX = B ({}x{} and {bshape})", a.shape()[na - 2], a.shape()[na - 1]);
-    }
-    let lead = crate::layout::broadcast_shapes(&a.shape()[..na - 2], &b.shape()[..nb - 2])?;
-    let with = |t: &Tensor, r: usize, c: usize| -> Result<Tensor> { t.broadcast_to(&lead.iter().copied().chain([r, c]).collect::<Vec<_>>()) };
-    Ok((with(a, a.shape()[na - 2], a.shape()[na - 1])?, with(b, b.shape()[nb - 2], b.shape()[nb - 1])?))
-}
 
 /// `inv(A)`: the solve against the identity; info is the zero pivot.
 pub fn inv_kernel(a: &Tensor) -> Result<(Tensor, Info)> {
@@ -156,9 +145,6 @@ pub fn inv_kernel(a: &Tensor) -> Result<(Tensor, Info)> {
     solve_kernel(a, &eye)
 }
 
-pub fn inv_message(code: i32) -> String {
-    format!("The diagonal element {code} is zero, the inversion could not be completed because the input matrix is singular.")
-}
 
 /// `det` (`log = false`) or `(sign, logabsdet)` of each matrix.
 pub fn det_kernel(a: &Tensor, log: bool) -> Result<(Tensor, Tensor)> {
@@ -262,7 +248,7 @@ mod tests {
     fn singular_matrix_reports_its_zero_pivot_per_batch_element() {
         let a = Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 4.0], &[2, 2, 2]).unwrap();
         let (_, info) = inv_kernel(&a).unwrap();
-        let err = info.check("linalg.inv", inv_message).unwrap_err();
+        let err = info.check("linalg.inv", crate::ops::linalg::inv_message).unwrap_err();
         assert_eq!(err.message, "linalg.inv: (Batch element 1): The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular.");
     }
 

@@ -1,5 +1,7 @@
 //! Cholesky and QR factorisations.
-use super::{check_matrix, each, scratch, stack, Batch, Field, Info, Out};
+use crate::ops::linalg::check_matrix;
+use super::{each, scratch, stack, Batch, Field, Out};
+use crate::ops::linalg::Info;
 use faer::traits::math_utils::{conj, mul};
 use faer::MatMut;
 use crate::error::Result;
@@ -70,9 +72,6 @@ fn real_diagonal<T: Field>(mut r: MatMut<'_, T>, mut q: Option<MatMut<'_, T>>, r
     }
 }
 
-pub fn not_positive_definite(code: i32) -> String {
-    format!("The factorization could not be completed because the input is not positive-definite (the leading minor of order {code} is not positive-definite).")
-}
 
 /// `qr`: `(Q, R)` for `mode` "reduced" (`Q: m×k`, `R: k×n`, `k = min(m, n)`), "complete"
 /// (`Q: m×m`, `R: m×n`) or "r" (`R` only, `Q` empty).
