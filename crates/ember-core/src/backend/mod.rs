@@ -23,8 +23,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::index::{IndexShape, Reduce};
 use crate::ops::conv::Geom;
+use crate::ops::embedding::BagMode;
 use crate::ops::linalg::Info;
 use crate::ops::pool::{Axis, Divisor};
+use crate::ops::resize::Taps;
 use crate::ops::random::Distribution;
 use crate::ops::scan::ScanOp;
 use crate::ops::sort::{Interpolation, Statistic};
@@ -237,6 +239,31 @@ pub trait Backend: Send + Sync {
     /// `X` with `A X = B` for triangular `a` (`upper` or lower, `unit` diagonal if asked).
     fn solve_triangular(&self, a: &Tensor, b: &Tensor, upper: bool, unit: bool) -> Result<Tensor> {
         unsupported("linalg_solve_triangular", self.name(), a.dtype())
+    }
+
+    // ---- embeddings: `weight` is `[rows, dim]`, row numbers checked by the op ----
+    /// Rescales in place each of the distinct `rows` of `weight` whose `norm_type`-norm exceeds
+    /// `max_norm` to that norm (PyTorch's `embedding_renorm_`, with its `1e-7`).
+    fn embedding_renorm(&self, weight: &Tensor, rows: &[i64], max_norm: f64, norm_type: f64) -> Result<()> {
+        unsupported("embedding_renorm_", self.name(), weight.dtype())
+    }
+    /// `out[b]` (`[bags, dim]`) = the `mode` of the rows `idx[s..e]` for bag `b = (s, e)`,
+    /// scaled by `per_sample_weights` (sum), skipping `padding_idx` (not counted by the mean);
+    /// an empty bag gives zeros.
+    fn embedding_bag(&self, weight: &Tensor, idx: &[i64], bags: &[(usize, usize)], mode: BagMode, per_sample_weights: &[f64], padding_idx: Option<i64>, out: &Tensor) -> Result<()> {
+        unsupported("_embedding_bag", self.name(), weight.dtype())
+    }
+
+    // ---- padding and resampling ----
+    /// `out` (fresh, contiguous) = `x` read through one position map per dim: element
+    /// `(i, j, ..)` is `x[maps[0][i], maps[1][j], ..]`, or `fill` where any map gives `None`.
+    fn pad(&self, x: &Tensor, maps: &[Vec<Option<usize>>], fill: Scalar, out: &Tensor) -> Result<()> {
+        unsupported("constant_pad_nd", self.name(), x.dtype())
+    }
+    /// One pass of a separable resize (float32/64): `[outer, n_in, inner]` (contiguous) to
+    /// `[outer, taps.outputs(), inner]`, each output row the weighted sum of its taps' rows.
+    fn resample(&self, x: &Tensor, taps: &Taps) -> Result<Tensor> {
+        unsupported("upsample", self.name(), x.dtype())
     }
 
     // ---- pooling (float dtypes) over the last `dims` dims of `x`, whose D, H, W windows (unit

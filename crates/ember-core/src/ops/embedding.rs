@@ -1,12 +1,9 @@
 //! Embedding lookups: rows of a (num_embeddings, embedding_dim) weight picked by integer
 //! indices, pooled per bag for `embedding_bag`, and the in-place `max_norm` renormalisation.
-use crate::backend::cpu::map::Ptr;
 use crate::bail;
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::error::Result;
-use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
-use crate::with_dtype;
 
 fn check_weight(weight: &Tensor) -> Result<(usize, usize)> {
     match weight.shape() {
@@ -39,65 +36,28 @@ pub fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: Option<i64>) ->
     super::grad::nn::embedding(weight, indices, padding_idx, lookup)
 }
 
+/// `weight[indices]` through the backend's advanced indexing, the indices checked first with
+/// the embedding's own error.
 fn lookup(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
-    let (rows, dim) = check_weight(weight)?;
-    let idx = checked_indices(indices, rows, "indices")?;
-    let mut shape = indices.shape().to_vec();
-    shape.push(dim);
-    let out = Tensor::uninit(&shape, weight.dtype())?;
-    let [s0, s1] = [weight.strides()[0], weight.strides()[1]];
-    with_dtype!(weight.dtype(), T, {
-        let (pw, po) = (Ptr(weight.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-        for_range(idx.len(), (GRAIN / dim.max(1)).max(1), |s, e| {
-            for (k, &i) in idx[s..e].iter().enumerate() {
-                let (src, dst) = (i as isize * s0, ((s + k) * dim) as isize);
-                for j in 0..dim as isize {
-                    unsafe { *po.at(dst + j) = *pw.at(src + j * s1) };
-                }
-            }
-        });
-    });
-    Ok(out)
+    let (rows, _) = check_weight(weight)?;
+    checked_indices(indices, rows, "indices")?;
+    super::index::gather_indexed(weight, &[(0, indices.to_dtype(DType::I64)?)], false)
 }
 
 /// Rescales, in place, each row of `weight` named in `indices` whose `norm_type`-norm exceeds
 /// `max_norm` to norm `max_norm` (PyTorch's `embedding_renorm_`).
 pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {
     weight.dtype().require_real("embedding_renorm_")?;
-    let (rows, dim) = check_weight(weight)?;
+    let (rows, _) = check_weight(weight)?;
     if !weight.dtype().is_float() {
         bail!(Runtime, "\"embedding_renorm_\" not implemented for '{}'", weight.dtype().legacy_name());
     }
     let mut idx = checked_indices(indices, rows, "indices")?;
     idx.sort_unstable();
     idx.dedup();
-    let [s0, s1] = [weight.strides()[0], weight.strides()[1]];
-    with_dtype!(weight.dtype(), T, {
-        let pw = Ptr(weight.data_ptr::<T>());
-        for i in idx {
-            let at = |j: usize| pw.at(i as isize * s0 + j as isize * s1);
-            let row: Vec<f64> = (0..dim).map(|j| unsafe { (*at(j)).to_f64() }).collect();
-            let norm = p_norm(&row, norm_type);
-            if norm > max_norm {
-                let scale = max_norm / (norm + 1e-7);
-                for (j, v) in row.iter().enumerate() {
-                    unsafe { *at(j) = T::from_f64(v * scale) };
-                }
-            }
-        }
-    });
+    crate::backend::of(weight.device())?.embedding_renorm(weight, &idx, max_norm, norm_type)?;
     weight.bump_version();
     Ok(())
-}
-
-fn p_norm(v: &[f64], p: f64) -> f64 {
-    if p.is_infinite() {
-        v.iter().fold(0.0, |m, x| m.max(x.abs()))
-    } else if p == 0.0 {
-        v.iter().filter(|x| **x != 0.0).count() as f64
-    } else {
-        v.iter().map(|x| x.abs().powf(p)).sum::<f64>().powf(1.0 / p)
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,28 +122,7 @@ pub fn embedding_bag(
         Some(p) => p.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?,
         None => vec![1.0; idx.len()],
     };
-    let out = Tensor::uninit(&[bags.len(), dim], weight.dtype())?;
-    let [s0, s1] = [weight.strides()[0], weight.strides()[1]];
-    with_dtype!(weight.dtype(), T, {
-        let (pw, po) = (Ptr(weight.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-        for_range(bags.len(), 1, |s, e| {
-            let mut acc = vec![0.0f64; dim];
-            for (b, &(start, end)) in bags.iter().enumerate().take(e).skip(s) {
-                let members: Vec<usize> = (start..end).filter(|&k| Some(idx[k]) != padding_idx).collect();
-                let init = if mode == BagMode::Max && !members.is_empty() { f64::NEG_INFINITY } else { 0.0 };
-                acc.iter_mut().for_each(|a| *a = init);
-                for &k in &members {
-                    for (j, a) in acc.iter_mut().enumerate() {
-                        let v = unsafe { (*pw.at(idx[k] as isize * s0 + j as isize * s1)).to_f64() };
-                        *a = if mode == BagMode::Max { a.max(v) } else { *a + v * psw[k] };
-                    }
-                }
-                let div = if mode == BagMode::Mean { members.len().max(1) as f64 } else { 1.0 };
-                for (j, a) in acc.iter().enumerate() {
-                    unsafe { *po.at((b * dim + j) as isize) = T::from_f64(a / div) };
-                }
-            }
-        });
-    });
+    let out = Tensor::empty_on(&[bags.len(), dim], weight.dtype(), weight.device())?;
+    crate::backend::of(weight.device())?.embedding_bag(weight, &idx, &bags, mode, &psw, padding_idx, &out)?;
     Ok(out)
 }

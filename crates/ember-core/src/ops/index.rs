@@ -78,7 +78,7 @@ fn index_with(x: &Tensor, indices: &[(usize, Tensor)], wrap: bool) -> Result<Ten
     autograd::linear(["IndexBackward0", "IndexPutBackward0"], x, map, adjoint)
 }
 
-fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)], wrap: bool) -> Result<Tensor> {
+pub(crate) fn gather_indexed(x: &Tensor, indices: &[(usize, Tensor)], wrap: bool) -> Result<Tensor> {
     let backend = backend::serving(x, indices.iter().map(|(_, i)| i))?;
     let shape = IndexShape::new(x, indices)?;
     let out = Tensor::empty_on(&shape.out_shape, x.dtype(), x.device())?;

@@ -1,16 +1,11 @@
 //! `pad`: constant, reflect, replicate and circular padding (negative pads crop).
 //!
 //! Each output position along a padded dim maps to one input position, or to "the fill value"
-//! in constant mode; the maps are built once per dim, then every output row gathers through
-//! them. Any input strides are read in place, so nothing is copied before the gather.
+//! in constant mode; the maps are built once per dim here, and the backend gathers through them.
 use super::binary::Scalar;
-use crate::backend::cpu::map::Ptr;
 use crate::bail;
-use crate::dtype::Element;
 use crate::error::Result;
-use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
-use crate::with_dtype;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PadMode {
@@ -107,7 +102,7 @@ fn pad_kernel(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
     }
     let maps: Vec<Vec<Option<usize>>> = input.shape().iter().zip(&pads).map(|(&n, &(lo, hi))| position_map(n, lo, hi, mode)).collect::<Result<_>>()?;
     let shape: Vec<usize> = maps.iter().map(|m| m.len()).collect();
-    let out = Tensor::uninit(&shape, input.dtype())?;
+    let out = Tensor::empty_on(&shape, input.dtype(), input.device())?;
     if out.numel() == 0 {
         return Ok(out);
     }
@@ -115,39 +110,8 @@ fn pad_kernel(input: &Tensor, pad: &[i64], mode: PadMode) -> Result<Tensor> {
         PadMode::Constant(v) => v,
         _ => Scalar::Int(0),
     };
-    if input.dtype().is_complex() {
-        crate::with_complex!(input.dtype(), T, gather::<T>(input, &maps, T::from_f64(fill.to_f64()), &out));
-    } else {
-        with_dtype!(input.dtype(), T, gather::<T>(input, &maps, T::from_f64(fill.to_f64()), &out));
-    }
+    crate::backend::of(input.device())?.pad(input, &maps, fill, &out)?;
     Ok(out)
-}
-
-/// Fills every row of `out` (all dims but the last) from the input through the position maps.
-fn gather<T: Element>(input: &Tensor, maps: &[Vec<Option<usize>>], fill: T, out: &Tensor) {
-    let ndim = maps.len();
-    let (last, outer) = maps.split_last().expect("pad works on at least one dim");
-    let width = last.len();
-    let rows: usize = outer.iter().map(|m| m.len()).product();
-    let strides = input.strides();
-    let inner_stride = strides[ndim - 1];
-    let (src, dst) = (Ptr(input.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-    let outer_shape: Vec<usize> = outer.iter().map(|m| m.len()).collect();
-    for_range(rows, (GRAIN / width).max(1), |s, e| unsafe {
-        for row in s..e {
-            let line = std::slice::from_raw_parts_mut(dst.at((row * width) as isize), width);
-            let idx = crate::strided::unravel(row, &outer_shape);
-            let offset: Option<isize> = idx.iter().enumerate().map(|(d, &i)| outer[d][i].map(|p| p as isize * strides[d])).sum();
-            match offset {
-                None => line.fill(fill),
-                Some(off) => {
-                    for (v, m) in line.iter_mut().zip(last) {
-                        *v = m.map_or(fill, |p| *src.at(off + p as isize * inner_stride));
-                    }
-                }
-            }
-        }
-    });
 }
 
 #[cfg(test)]

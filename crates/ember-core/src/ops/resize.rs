@@ -7,11 +7,9 @@
 //! weights. Inner runs are contiguous, so the passes over leading dims vectorise.
 use super::conv::check_float;
 use crate::backend::cpu::conv::compute_dtype;
-use crate::backend::cpu::map::Ptr;
 use crate::bail;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
-use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
 use crate::storage::try_vec;
 use num_traits::Float;
@@ -25,14 +23,17 @@ pub enum Mode {
     Cubic,
 }
 
-/// The taps of one resampling pass.
-struct Taps {
+/// The taps of one resampling pass: what a backend resamples through.
+pub struct Taps {
     /// Most taps any output position reads.
-    width: usize,
-    /// `index[j·width + t]`, `weight[j·width + t]` for `t < count[j]`.
-    index: Vec<usize>,
-    weight: Vec<f64>,
-    count: Vec<usize>,
+    pub width: usize,
+    /// `index[j·width + t]`, `weight[j·width + t]` for `t < count[j]`: the input positions
+    /// output `j` reads and their weights.
+    pub index: Vec<usize>,
+    /// See `index`.
+    pub weight: Vec<f64>,
+    /// The number of taps of each output position.
+    pub count: Vec<usize>,
 }
 
 impl Taps {
@@ -53,7 +54,8 @@ impl Taps {
         }
     }
 
-    fn outputs(&self) -> usize {
+    /// The number of output positions.
+    pub fn outputs(&self) -> usize {
         self.count.len()
     }
 
@@ -192,32 +194,6 @@ fn antialias_taps<F: Float>(n_in: usize, n_out: usize, scale: Option<f64>, align
     Ok(taps)
 }
 
-/// One pass: `[outer, n_in, inner]` to `[outer, n_out, inner]`, parallel over output rows.
-fn resample<T: Element + Float>(src: &Tensor, outer: usize, n_in: usize, inner: usize, taps: &Taps) -> Result<Tensor> {
-    let n_out = taps.outputs();
-    let out = Tensor::uninit(&[outer, n_out, inner], src.dtype())?;
-    let (x, o) = (Ptr(src.data_ptr::<T>()), Ptr(out.data_ptr::<T>()));
-    let weights: Vec<T> = taps.weight.iter().map(|&w| T::from_f64(w)).collect();
-    let grain = (GRAIN / (inner * taps.width).max(1)).max(1);
-    for_range(outer * n_out, grain, |s, e| unsafe {
-        for row in s..e {
-            let (b, j) = (row / n_out, row % n_out);
-            let dst = std::slice::from_raw_parts_mut(o.at((row * inner) as isize), inner);
-            let base = x.at((b * n_in * inner) as isize) as *const T;
-            let tap = j * taps.width;
-            for t in 0..taps.count[j] {
-                let (line, w) = (std::slice::from_raw_parts(base.add(taps.index[tap + t] * inner), inner), weights[tap + t]);
-                if t == 0 {
-                    dst.iter_mut().zip(line).for_each(|(d, &v)| *d = w * v);
-                } else {
-                    dst.iter_mut().zip(line).for_each(|(d, &v)| *d = *d + w * v);
-                }
-            }
-        }
-    });
-    Ok(out)
-}
-
 /// `interpolate` of `input [N, C, *spatial]` to `size`; `scales` are the user's scale factors
 /// (used for the coordinate mapping when given, as PyTorch does without `recompute_scale_factor`).
 ///
@@ -285,8 +261,8 @@ fn resize_all<T: Element + Float>(x: &Tensor, first: usize, size: &[usize], scal
         if taps.is_identity(n_in) {
             continue;
         }
-        let (outer, inner) = (shape[..d].iter().product(), shape[d + 1..].iter().product());
-        cur = resample::<T>(&cur, outer, n_in, inner, &taps)?;
+        let (outer, inner): (usize, usize) = (shape[..d].iter().product(), shape[d + 1..].iter().product());
+        cur = crate::backend::of(cur.device())?.resample(&cur.reshape(&[outer as i64, n_in as i64, inner as i64])?, &taps)?;
         shape[d] = n_out;
     }
     let shape: Vec<i64> = shape.iter().map(|&s| s as i64).collect();

@@ -2,6 +2,7 @@
 //! raw pointers, vectorised at runtime for the CPU at hand.
 pub mod binary;
 pub mod conv;
+pub mod embedding;
 pub mod fft;
 pub mod half;
 pub mod index;
@@ -10,10 +11,12 @@ pub mod map;
 pub mod math;
 pub mod nhwc;
 pub mod norm;
+pub mod pad;
 pub mod pool;
 pub(crate) mod sum_simd;
 pub mod matmul;
 pub mod reduce;
+pub mod resize;
 pub mod scan;
 pub mod sort;
 pub mod unary;
@@ -26,8 +29,10 @@ use crate::error::Result;
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::index::{IndexShape, Reduce};
 use crate::ops::conv::Geom;
+use crate::ops::embedding::BagMode;
 use crate::ops::linalg::Info;
 use crate::ops::pool::{Axis, Divisor};
+use crate::ops::resize::Taps;
 use crate::backend::cpu::map::{for_each_indexed, ternary_into, unary_into, Ptr};
 use crate::ops::random::Distribution;
 use crate::ops::reduce::ReduceOp;
@@ -274,6 +279,33 @@ impl Backend for Cpu {
 
     fn solve_triangular(&self, a: &Tensor, b: &Tensor, upper: bool, unit: bool) -> Result<Tensor> {
         linalg::solve::solve_triangular_kernel(a, b, upper, unit)
+    }
+
+    fn embedding_renorm(&self, weight: &Tensor, rows: &[i64], max_norm: f64, norm_type: f64) -> Result<()> {
+        embedding::renorm(weight, rows, max_norm, norm_type);
+        Ok(())
+    }
+
+    fn embedding_bag(&self, weight: &Tensor, idx: &[i64], bags: &[(usize, usize)], mode: BagMode, per_sample_weights: &[f64], padding_idx: Option<i64>, out: &Tensor) -> Result<()> {
+        embedding::bag(weight, idx, bags, mode, per_sample_weights, padding_idx, out);
+        Ok(())
+    }
+
+    fn pad(&self, x: &Tensor, maps: &[Vec<Option<usize>>], fill: Scalar, out: &Tensor) -> Result<()> {
+        if x.dtype().is_complex() {
+            with_complex!(x.dtype(), T, pad::gather::<T>(x, maps, T::from_c128(fill.to_c128()), out));
+        } else {
+            with_dtype!(x.dtype(), T, pad::gather::<T>(x, maps, T::from_f64(fill.to_f64()), out));
+        }
+        Ok(())
+    }
+
+    fn resample(&self, x: &Tensor, taps: &Taps) -> Result<Tensor> {
+        if x.dtype() == DType::F64 {
+            resize::resample::<f64>(x, taps)
+        } else {
+            resize::resample::<f32>(x, taps)
+        }
     }
 
     fn max_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3]) -> Result<(Tensor, Tensor)> {

@@ -201,7 +201,7 @@ pub(crate) fn embedding(weight: &Tensor, indices: &Tensor, padding_idx: Option<i
             Some(k) => super::keep(&k.unsqueeze(1)?, &g)?,
             None => g,
         };
-        let z = Tensor::zeros(&[rows, dim], g.dtype())?;
+        let z = Tensor::zeros_on(&[rows, dim], g.dtype(), g.device())?;
         crate::ops::index::index_add_or_copy_(&z, 0, &f2, &g, true)?;
         Ok(z)
     });
