@@ -75,6 +75,12 @@ pub trait Backend: Send + Sync {
         unsupported("where", self.name(), a.dtype())
     }
 
+    /// `out = start + weight * (end - start)`, all of `out`'s float dtype and shape (PyTorch's
+    /// form, exact at `weight` 0 and 1).
+    fn lerp(&self, start: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<()> {
+        unsupported("lerp", self.name(), out.dtype())
+    }
+
     // ---- reductions ----
     /// `out = op(x)` over the dims `mask` marks; `out` has `x`'s kept dims (reduced ones as 1
     /// or dropped) and the op's result dtype.

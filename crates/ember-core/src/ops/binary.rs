@@ -1,6 +1,5 @@
 //! Two-input elementwise ops: arithmetic, comparison, logical and bitwise, with broadcasting
 //! and PyTorch's result-type rules for tensor/0-d tensor/Python-number operands.
-use crate::backend::cpu::map::ternary_into;
 use crate::autograd;
 use crate::bail;
 use crate::device::Device;
@@ -426,9 +425,6 @@ fn lerp_kernel(start: &Tensor, end: &Tensor, weight: Operand) -> Result<Tensor> 
     let dtype = start.dtype();
     let (s, e, w) = (start.broadcast_to(&shape)?, end.broadcast_to(&shape)?, weight.materialize(dtype, &shape, start.device())?);
     let out = Tensor::uninit_like(&shape, dtype, start.device(), [start, end].into_iter().find(|t| t.shape() == shape.as_slice()))?;
-    crate::with_dtype!(dtype, T, ternary_into::<T, T, T, T>(&s, &e, &w, &out, |s, e, w| {
-        let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
-        T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })
-    }));
+    crate::backend::serving(&s, [&e, &w])?.lerp(&s, &e, &w, &out)?;
     Ok(out)
 }

@@ -49,7 +49,7 @@ macro_rules! boolean {
 
 pub fn run(op: BinaryOp, a: &Tensor, b: &Tensor, o: &Tensor) {
     if a.dtype().is_complex() {
-        return crate::ops::complex_binary::run(op, a, b, o);
+        return super::complex::binary::run(op, a, b, o);
     }
     let float = a.dtype().is_float();
     match op {

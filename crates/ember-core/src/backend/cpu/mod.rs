@@ -1,6 +1,7 @@
 //! The CPU backend: host memory (`storage::CpuStorage`) and the kernels that read it through
 //! raw pointers, vectorised at runtime for the CPU at hand.
 pub mod binary;
+pub mod complex;
 pub mod conv;
 pub mod embedding;
 pub mod fft;
@@ -108,6 +109,14 @@ impl Backend for Cpu {
         } else {
             with_dtype!(out.dtype(), T, ternary_into::<bool, T, T, T>(cond, a, b, out, |c, x, y| if c { x } else { y }));
         }
+        Ok(())
+    }
+
+    fn lerp(&self, start: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<()> {
+        with_dtype!(out.dtype(), T, ternary_into::<T, T, T, T>(start, end, weight, out, |s, e, w| {
+            let (s, e, w) = (s.to_f64(), e.to_f64(), w.to_f64());
+            T::from_f64(if w.abs() < 0.5 { s + w * (e - s) } else { e - (e - s) * (1.0 - w) })
+        }));
         Ok(())
     }
 

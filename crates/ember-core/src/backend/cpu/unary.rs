@@ -52,7 +52,7 @@ macro_rules! fpred {
 
 pub fn run(op: UnaryOp, x: &Tensor, o: &Tensor) {
     if x.dtype().is_complex() {
-        return crate::ops::complex_unary::run(op, x, o);
+        return super::complex::unary::run(op, x, o);
     }
     let is_float = x.dtype().is_float();
     match op {

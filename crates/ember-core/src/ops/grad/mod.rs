@@ -61,10 +61,11 @@ pub(crate) fn bin(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     binary(op, Operand::Tensor(a), Operand::Tensor(b))
 }
 
-/// `g` where `mask`, zero elsewhere. Outside create_graph (nothing to record) this is one fused
-/// pass rather than `where`, since masks are most of what elementwise backward passes do.
+/// `g` where `mask`, zero elsewhere. Outside create_graph (nothing to record) a CPU gradient
+/// takes one fused pass rather than `where`, since masks are most of what elementwise backward
+/// passes do.
 pub(crate) fn keep(mask: &Tensor, g: &Tensor) -> Result<Tensor> {
-    if crate::autograd::needs_grad(&[g]) {
+    if crate::autograd::needs_grad(&[g]) || g.device() != crate::Device::Cpu {
         return where_(mask, Operand::Tensor(g), Operand::Scalar(Scalar::Float(0.0)));
     }
     let shape = crate::layout::broadcast_shapes(mask.shape(), g.shape())?;
