@@ -123,7 +123,7 @@ fn views(tensors: &[(String, Tensor)]) -> io::Result<Vec<(&str, TensorBytes)>> {
             if !seen.insert(name.as_str()) {
                 return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("tensor name '{name}' appears twice")));
             }
-            Ok((name.as_str(), TensorBytes { tensor: t.contiguous().map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?, dtype: to_dtype(t.dtype(), name)? }))
+            Ok((name.as_str(), TensorBytes { tensor: t.to_device(crate::Device::Cpu).and_then(|h| h.contiguous()).map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?, dtype: to_dtype(t.dtype(), name)? }))
         })
         .collect()
 }
