@@ -2,9 +2,13 @@
 //! memory is its own (`ExtStorage`, which no CPU kernel can read), and each family it serves
 //! runs by wrapping that memory as CPU tensors and calling the CPU backend, counting the calls.
 //! It serves memory, copies, fills, elementwise ops, reductions, random draws, gather, advanced
-//! indexing and sort, and leaves matrix products, scatter and scans out.
+//! indexing, sort, convolution and the complex FFT, and leaves matrix products, scatter, scans
+//! and linear algebra out.
 use ember_core::backend::{self, cpu::Cpu, Backend};
 use ember_core::ops::binary::{binary, BinaryOp, Operand, Scalar};
+use ember_core::ops::conv::{conv, ConvPadding, Geom};
+use ember_core::ops::fft::{fft_c2c, Norm};
+use ember_core::ops::linalg::ops::inv;
 use ember_core::ops::index::{gather, index, scatter_, IndexShape, Reduce};
 use ember_core::ops::matmul::matmul;
 use ember_core::ops::random::{self, Distribution, Generator};
@@ -102,6 +106,15 @@ impl Backend for Fake {
     fn sort(&self, x: &Tensor, dim: usize, descending: bool, values: &Tensor, indices: &Tensor) -> ember_core::Result<()> {
         self.count("sort");
         Cpu.sort(&Self::host_view(x), dim, descending, &Self::host_view(values), &Self::host_view(indices))
+    }
+    fn conv(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, geom: &Geom) -> ember_core::Result<Tensor> {
+        self.count("conv");
+        let bias = bias.map(Self::host_view);
+        Cpu.conv(&Self::host_view(x), &Self::host_view(weight), bias.as_ref(), groups, geom)?.to_device(FAKE)
+    }
+    fn fft_c2c(&self, x: &Tensor, dims: &[usize], forward: bool, scale: f64) -> ember_core::Result<Tensor> {
+        self.count("fft");
+        Cpu.fft_c2c(&Self::host_view(x), dims, forward, scale)?.to_device(FAKE)
     }
     fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, wrap: bool, out: &Tensor) -> ember_core::Result<()> {
         self.count("index");
@@ -211,6 +224,27 @@ fn sort_runs_on_the_fake_backend_and_a_scan_is_refused() {
     let err = scan(ScanOp::Sum, &x, 1, None).unwrap_err();
     assert_eq!(err.kind, ErrorKind::NotImplemented);
     assert!(err.message.starts_with("Could not run 'aten::cumsum' with arguments from the 'PrivateUse1' backend"), "{}", err.message);
+}
+
+#[test]
+fn conv_and_fft_run_on_the_fake_backend_and_linalg_is_refused() {
+    let values: Vec<f32> = (0..32).map(|i| ((i * 7) % 5) as f32 - 2.0).collect();
+    let (x, w) = (Tensor::from_vec(values[..18].to_vec(), &[1, 2, 3, 3]).unwrap(), Tensor::from_vec(values[14..30].to_vec(), &[2, 2, 2, 2]).unwrap());
+    let on = |t: &Tensor| t.to_device(FAKE).unwrap();
+    fake();
+    let before = calls("conv");
+    let y = conv(&on(&x), &on(&w), None, &[1], ConvPadding::Explicit(&[1]), &[1], 1, 2).unwrap();
+    assert_eq!((y.device(), calls("conv")), (FAKE, before + 1));
+    let want = conv(&x, &w, None, &[1], ConvPadding::Explicit(&[1]), &[1], 1, 2).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    let z = x.to_dtype(DType::C64).unwrap();
+    let f = fft_c2c(&on(&z), &[2, 3], Norm::Ortho, true).unwrap();
+    assert_eq!(f.device(), FAKE);
+    let want = fft_c2c(&z, &[2, 3], Norm::Ortho, true).unwrap();
+    assert_eq!(f.to_device(Device::Cpu).unwrap().to_vec::<ember_core::dtype::CFloat>().unwrap(), want.to_vec::<ember_core::dtype::CFloat>().unwrap());
+    let err = inv(&on(&Tensor::from_vec(vec![2.0f32, 0.0, 0.0, 2.0], &[2, 2]).unwrap())).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::NotImplemented);
+    assert!(err.message.starts_with("Could not run 'aten::linalg_inv_ex' with arguments from the 'PrivateUse1' backend"), "{}", err.message);
 }
 
 #[test]

@@ -122,8 +122,9 @@ def _storage_pid(pid, fields):
 
 
 class _Locations:
-    """`map_location` as PyTorch applies it. Storages are placed on the CPU; a device this build has
-    no backend for is refused by `check`."""
+    """`map_location` as PyTorch applies it: storages are read on the CPU and moved to the device
+    it names (or the one they were saved from); a device this build or machine lacks is refused
+    by `check`."""
 
     def __init__(self, map_location):
         if map_location is not None and not isinstance(map_location, (str, ember.device, dict)) and not callable(map_location):
@@ -147,9 +148,10 @@ class _Locations:
             except RuntimeError as e:
                 raise RuntimeError(f"Attempting to deserialize object on device '{location}', but {e}. "
                                    "Use ember.load with map_location='cpu' to map your storages to the CPU.") from None
-        if check(m).type != "cpu":
-            raise NotImplementedError(f"ember.load: placing storages on {m} is not implemented yet; use map_location='cpu'")
-        return storage
+        device = check(m)
+        if device.type == "cpu":
+            return storage
+        return Storage(storage.data.to(device), storage.dtype)
 
 
 def _new_bytes(nbytes):

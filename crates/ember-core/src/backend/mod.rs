@@ -9,10 +9,12 @@
 //! PyTorch's "Could not run 'aten::X' with arguments from the 'B' backend" as a
 //! NotImplementedError.
 //!
-//! In the contract so far: memory (allocation, upload/download, strided copy with cast, fill),
-//! elementwise ops, reductions, matrix products, random draws, indexing, softmax and
-//! normalisation, sorting and scans. The other families (conv/pool, fft, linalg) still call the
-//! CPU kernels from `ops/` and run on CPU tensors only.
+//! The contract: memory (allocation, upload/download, strided copy with cast, fill), elementwise
+//! ops, reductions, matrix products, random draws, indexing, softmax and normalisation,
+//! convolution, pooling, padding and resampling, embeddings, Fourier transforms, linear algebra,
+//! sorting and scans. Families whose results' memory format or compute dtype is the backend's
+//! choice (convolution, pooling, FFT, linear algebra) return fresh tensors instead of writing
+//! into `out`.
 pub mod cpu;
 pub mod cuda;
 
