@@ -187,7 +187,8 @@ impl CpuStorage {
         CpuStorage { ptr, bytes, owner: Owner::Foreign(owner) }
     }
 
-    /// The first byte (64-byte aligned for Ember's own allocations).
+    /// The first byte (64-byte aligned for Ember's own non-empty allocations; dangling when
+    /// empty).
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
