@@ -1,10 +1,15 @@
+//! Where a tensor's storage lives, named as PyTorch names devices (`torch.device`).
 use crate::error::{Error, ErrorKind, Result};
 use std::fmt;
 
+/// A device type and its index (PyTorch's `torch.device`); `Display` prints `cpu` or `cuda:1`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Device {
+    /// Host memory (`cpu`).
     Cpu,
+    /// An NVIDIA GPU by ordinal (`cuda:N`).
     Cuda(usize),
+    /// An Apple GPU (`mps:N`).
     Metal(usize),
     /// A backend registered at run time (PyTorch's `privateuseone`): out-of-tree backends and
     /// the test backend that proves the contract (`backend::register_private_use1`).
@@ -53,6 +58,7 @@ impl Device {
         }
     }
 
+    /// PyTorch's device type name (`device.type`): `cpu`, `cuda`, `mps` or `privateuseone`.
     pub fn kind(self) -> &'static str {
         match self {
             Device::Cpu => "cpu",

@@ -7,7 +7,9 @@ use std::fmt;
 /// The element types of complex32, complex64 and complex128: `num_complex`'s, the same types
 /// rustfft and gemm take, so buffers pass to them without conversion.
 pub type CHalf = Complex<f16>;
+/// The element type of complex64.
 pub type CFloat = Complex<f32>;
+/// The element type of complex128.
 pub type CDouble = Complex<f64>;
 
 /// An element type, named as PyTorch names it (`DType::F32` is `torch.float32`), promoted by
@@ -20,32 +22,49 @@ pub type CDouble = Complex<f64>;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
+    /// `torch.bool`, one byte holding 0 or 1.
     Bool,
+    /// `torch.uint8`.
     U8,
+    /// `torch.int8`.
     I8,
+    /// `torch.int16`.
     I16,
+    /// `torch.int32`.
     I32,
+    /// `torch.int64`, PyTorch's default integer dtype.
     I64,
+    /// `torch.float16` (IEEE half).
     F16,
+    /// `torch.bfloat16`.
     BF16,
+    /// `torch.float32`, PyTorch's default float dtype.
     F32,
+    /// `torch.float64`.
     F64,
     /// complex32 ("chalf"): two float16.
     C32,
+    /// `torch.complex64`: two float32.
     C64,
+    /// `torch.complex128`: two float64.
     C128,
 }
 
 /// The coarse kind that drives type promotion: a higher category always wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Category {
+    /// `bool`.
     Bool,
+    /// The signed and unsigned integers.
     Int,
+    /// The real floating-point types.
     Float,
+    /// The complex types.
     Complex,
 }
 
 impl DType {
+    /// Every dtype, from bool to complex128 (the order of PyTorch's scalar types).
     pub const ALL: [DType; 13] = [
         DType::Bool,
         DType::U8,
@@ -62,6 +81,7 @@ impl DType {
         DType::C128,
     ];
 
+    /// Bytes per element (`torch.dtype.itemsize`).
     pub fn size(self) -> usize {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
@@ -72,6 +92,7 @@ impl DType {
         }
     }
 
+    /// PyTorch's name without the `torch.` prefix (`float32`); `Display` prints it.
     pub fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
@@ -109,10 +130,13 @@ impl DType {
         }
     }
 
+    /// The dtype `name` returns this string for; `None` for aliases (`float`, `long`) and
+    /// unknown names.
     pub fn from_name(name: &str) -> Option<DType> {
         DType::ALL.into_iter().find(|d| d.name() == name)
     }
 
+    /// The promotion category (bool < int < float < complex).
     pub fn category(self) -> Category {
         match self {
             DType::Bool => Category::Bool,
@@ -122,14 +146,17 @@ impl DType {
         }
     }
 
+    /// A real floating-point type (PyTorch's `dtype.is_floating_point`).
     pub fn is_float(self) -> bool {
         self.category() == Category::Float
     }
 
+    /// A signed or unsigned integer type (not bool).
     pub fn is_int(self) -> bool {
         self.category() == Category::Int
     }
 
+    /// A complex type (PyTorch's `dtype.is_complex`).
     pub fn is_complex(self) -> bool {
         self.category() == Category::Complex
     }
@@ -231,19 +258,29 @@ impl fmt::Display for DType {
 /// A Rust type that can live in a tensor. Conversions go through `f64`/`i64`, which hold every
 /// supported value exactly except `i64` beyond 2^53 in `to_f64` (the same as PyTorch's casts).
 pub trait Element: Copy + Send + Sync + PartialEq + fmt::Debug + 'static {
+    /// The dtype of a tensor of this type.
     const DTYPE: DType;
+    /// 0 (`false` for bool).
     fn zero() -> Self;
+    /// 1 (`true` for bool).
     fn one() -> Self;
+    /// As f64 (complex types: the real part).
     fn to_f64(self) -> f64;
+    /// From f64, as PyTorch's casts: rounded for floats, truncated for ints, nonzero for bool.
     fn from_f64(v: f64) -> Self;
+    /// As i64, truncating floats.
     fn to_i64(self) -> i64;
+    /// From i64, wrapped to narrower ints as PyTorch's casts are, nonzero for bool.
     fn from_i64(v: i64) -> Self;
+    /// As f32.
     fn to_f32(self) -> f32 {
         self.to_f64() as f32
     }
+    /// From f32.
     fn from_f32(v: f32) -> Self {
         Self::from_f64(v as f64)
     }
+    /// Not zero (what a cast to bool gives).
     fn is_nonzero(self) -> bool {
         self != Self::zero()
     }

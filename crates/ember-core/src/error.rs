@@ -1,6 +1,7 @@
 //! One error type; its kind decides which Python exception the binding raises.
 use std::fmt;
 
+/// What went wrong, which decides the Python exception the extension raises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     /// Wrong dtype or argument type (`TypeError`).
@@ -17,15 +18,20 @@ pub enum ErrorKind {
     LinAlg,
 }
 
+/// An error with PyTorch's message for the same mistake; `Display` prints the message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
+    /// The kind, which picks the Python exception.
     pub kind: ErrorKind,
+    /// The message, worded as PyTorch's.
     pub message: String,
 }
 
+/// The crate's result type.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// An error of `kind` (the `bail!` macro builds one and returns it).
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error { kind, message: message.into() }
     }

@@ -28,6 +28,7 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
     Ok(if dim < 0 { (dim + n) as usize } else { dim as usize })
 }
 
+/// Row-major strides for `shape`, in elements (size-0 dims count as 1).
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; shape.len()];
     let mut acc = 1isize;
@@ -38,6 +39,7 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     strides
 }
 
+/// The element count of `shape` (unchecked: see `checked_numel` for user input).
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
@@ -101,27 +103,34 @@ pub fn infer_shape(shape: &[i64], numel: usize) -> Result<Vec<usize>> {
 }
 
 impl Layout {
+    /// The row-major layout of `shape` at offset 0.
     pub fn contiguous(shape: &[usize]) -> Self {
         Layout { strides: contiguous_strides(shape), shape: shape.to_vec(), offset: 0 }
     }
 
+    /// A layout as given (`shape` and `strides` of equal length; not checked against a storage).
     pub fn new(shape: Vec<usize>, strides: Vec<isize>, offset: usize) -> Self {
         debug_assert_eq!(shape.len(), strides.len());
         Layout { shape, strides, offset }
     }
 
+    /// The sizes of the dims.
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
+    /// The step between neighbours along each dim, in elements.
     pub fn strides(&self) -> &[isize] {
         &self.strides
     }
+    /// Where logical element 0 lies, in elements from the storage's start.
     pub fn offset(&self) -> usize {
         self.offset
     }
+    /// The number of dims.
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }
+    /// The number of elements.
     pub fn numel(&self) -> usize {
         numel(&self.shape)
     }
@@ -183,6 +192,7 @@ impl Layout {
         }
     }
 
+    /// The dims reordered (`dims[i]` becomes dim `i`); an error unless `dims` is a permutation.
     pub fn permute(&self, dims: &[usize]) -> Result<Layout> {
         let n = self.ndim();
         let mut seen = vec![false; n];
@@ -201,6 +211,7 @@ impl Layout {
         })
     }
 
+    /// `d0` and `d1` swapped (both must be in range).
     pub fn transpose(&self, d0: usize, d1: usize) -> Layout {
         let mut l = self.clone();
         l.shape.swap(d0, d1);
@@ -219,6 +230,7 @@ impl Layout {
         l
     }
 
+    /// Element `index` along `dim`, that dim removed (both must be in range).
     pub fn select(&self, dim: usize, index: usize) -> Layout {
         let mut l = self.slice(dim, index, 1, 1);
         l.shape.remove(dim);
@@ -226,6 +238,7 @@ impl Layout {
         l
     }
 
+    /// A size-1 dim inserted at `dim` (`0..=ndim`).
     pub fn unsqueeze(&self, dim: usize) -> Layout {
         let mut l = self.clone();
         let stride = if dim < self.ndim() { self.strides[dim] * self.shape[dim] as isize } else { 1 };
@@ -234,6 +247,7 @@ impl Layout {
         l
     }
 
+    /// The size-1 dims among `dims` removed; others are kept.
     pub fn squeeze(&self, dims: &[usize]) -> Layout {
         let keep = |i: &usize| !(self.shape[*i] == 1 && dims.contains(i));
         let idx: Vec<usize> = (0..self.ndim()).filter(keep).collect();
@@ -265,6 +279,7 @@ impl Layout {
         Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
     }
 
+    /// The order of `dims` reversed, by negating their strides.
     pub fn flip(&self, dims: &[usize]) -> Layout {
         let mut l = self.clone();
         for &d in dims {
@@ -276,6 +291,7 @@ impl Layout {
         l
     }
 
+    /// The diagonal of the `d1`, `d2` plane (above it for `offset > 0`), as a new last dim.
     pub fn diagonal(&self, offset: i64, d1: usize, d2: usize) -> Layout {
         let (n1, n2) = (self.shape[d1] as i64, self.shape[d2] as i64);
         let len = if offset >= 0 { (n1).min(n2 - offset) } else { (n1 + offset).min(n2) }.max(0) as usize;

@@ -1,5 +1,8 @@
 #![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 pub mod autograd;
+// Documented with the backend-contract move.
+#[allow(missing_docs)]
 pub mod backend;
 pub mod device;
 pub mod dtype;
@@ -9,7 +12,7 @@ pub mod ops;
 pub mod parallel;
 pub mod serialize;
 pub mod storage;
-pub mod strided;
+pub(crate) mod strided;
 pub mod tensor;
 
 pub use device::Device;

@@ -110,10 +110,12 @@ pub fn pool() -> Arc<ThreadPool> {
     slot().read().unwrap().rayon.clone()
 }
 
+/// The threads the CPU kernels use (`torch.get_num_threads`).
 pub fn num_threads() -> usize {
     slot().read().unwrap().rayon.current_num_threads()
 }
 
+/// Sets the threads the CPU kernels use, at least 1 (`torch.set_num_threads`).
 pub fn set_num_threads(n: usize) {
     let n = n.max(1);
     REQUESTED.store(n, Relaxed);

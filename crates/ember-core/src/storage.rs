@@ -137,6 +137,7 @@ unsafe impl Send for CpuStorage {}
 unsafe impl Sync for CpuStorage {}
 
 impl CpuStorage {
+    /// Zero-filled memory; an error (not an abort) when the allocation fails.
     pub fn zeroed(bytes: usize) -> Result<Self> {
         Self::alloc(bytes, true)
     }
@@ -186,10 +187,13 @@ impl CpuStorage {
         CpuStorage { ptr, bytes, owner: Owner::Foreign(owner) }
     }
 
+    /// The first byte (64-byte aligned for Ember's own non-empty allocations; dangling when
+    /// empty).
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
+    /// Length in bytes.
     pub fn bytes(&self) -> usize {
         self.bytes
     }
@@ -213,19 +217,29 @@ pub enum MetalStorage {}
 /// Memory of a backend registered at run time (`Device::PrivateUse1`): whatever that backend
 /// allocated, which only its own kernels read.
 pub struct ExtStorage {
+    /// The device the backend registered as.
     pub device: Device,
+    /// Length in bytes.
     pub bytes: usize,
+    /// The backend's own handle to the memory, downcast by its kernels.
     pub memory: Box<dyn Any + Send + Sync>,
 }
 
+/// The bytes behind one or more tensors, on one device (PyTorch's `UntypedStorage`); views
+/// share it through an `Arc`.
 pub enum Storage {
+    /// Host memory.
     Cpu(CpuStorage),
+    /// CUDA device memory.
     Cuda(CudaStorage),
+    /// A Metal buffer (no Metal backend yet: never constructed).
     Metal(MetalStorage),
+    /// Memory of a backend registered at run time.
     Ext(ExtStorage),
 }
 
 impl Storage {
+    /// The device the memory is on.
     pub fn device(&self) -> Device {
         match self {
             Storage::Cpu(_) => Device::Cpu,
@@ -235,6 +249,7 @@ impl Storage {
         }
     }
 
+    /// Length in bytes.
     pub fn bytes(&self) -> usize {
         match self {
             Storage::Cpu(s) => s.bytes(),

@@ -42,10 +42,6 @@ impl<const N: usize> Plan<N> {
         Plan { shape: out_shape, strides: out_strides }
     }
 
-    pub fn numel(&self) -> usize {
-        self.shape.iter().product()
-    }
-
     pub fn inner_len(&self) -> usize {
         *self.shape.last().unwrap()
     }

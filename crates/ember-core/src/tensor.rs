@@ -60,6 +60,8 @@ pub struct Inner {
 }
 
 impl Tensor {
+    /// A tensor over `storage` with `layout` and `dtype`, sharing nothing else (a fresh version
+    /// counter, no autograd history). The layout must stay within the storage's bytes.
     pub fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Self {
         Tensor(Arc::new(Inner {
             storage,
@@ -216,6 +218,7 @@ impl Tensor {
         Self::zeros_on(shape, dtype, Device::Cpu)
     }
 
+    /// A fresh contiguous tensor of zeros on `device`.
     pub fn zeros_on(shape: &[usize], dtype: DType, device: Device) -> Result<Self> {
         Self::alloc_on(shape, dtype, device, true)
     }
@@ -226,6 +229,8 @@ impl Tensor {
         Ok(Self::from_parts(Arc::new(storage), Layout::contiguous(shape), dtype))
     }
 
+    /// A contiguous CPU tensor of `shape` holding `data` in row-major order (`torch.tensor`);
+    /// an error when the lengths differ.
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Self> {
         if data.len() != layout::numel(shape) {
             bail!(Runtime, "shape {shape:?} needs {} elements but {} were given", layout::numel(shape), data.len());
@@ -235,41 +240,54 @@ impl Tensor {
         Ok(t)
     }
 
+    /// A zero-dim CPU tensor holding `v`.
     pub fn scalar<T: Element>(v: T) -> Self {
         Self::from_vec(vec![v], &[]).unwrap()
     }
 
+    /// The storage this tensor views (shared with its other views).
     pub fn storage(&self) -> &Arc<Storage> {
         &self.0.storage
     }
+    /// Shape, strides and offset, in elements.
     pub fn layout(&self) -> &Layout {
         &self.0.layout
     }
+    /// The element type (`tensor.dtype`).
     pub fn dtype(&self) -> DType {
         self.0.dtype
     }
+    /// The device of its storage (`tensor.device`).
     pub fn device(&self) -> Device {
         self.0.storage.device()
     }
+    /// The sizes of the dims (`tensor.shape`).
     pub fn shape(&self) -> &[usize] {
         self.0.layout.shape()
     }
+    /// Strides in elements, possibly zero or negative (`tensor.stride()`).
     pub fn strides(&self) -> &[isize] {
         self.0.layout.strides()
     }
+    /// The number of dims (`tensor.dim()`).
     pub fn ndim(&self) -> usize {
         self.0.layout.ndim()
     }
+    /// The number of elements (`tensor.numel()`).
     pub fn numel(&self) -> usize {
         self.0.layout.numel()
     }
+    /// Row-major contiguous (`tensor.is_contiguous()`).
     pub fn is_contiguous(&self) -> bool {
         self.0.layout.is_contiguous()
     }
+    /// The count of in-place writes to this tensor's data, shared by its views (PyTorch's
+    /// `tensor._version`); autograd compares it to refuse stale saved tensors.
     pub fn version(&self) -> u64 {
         self.0.version.load(Ordering::Relaxed)
     }
-    pub fn bump_version(&self) {
+    /// Records an in-place write (see `version`).
+    pub(crate) fn bump_version(&self) {
         self.0.version.fetch_add(1, Ordering::Relaxed);
     }
     /// Whether both name exactly the same elements (an in-place op's target and operand).
@@ -277,6 +295,7 @@ impl Tensor {
         Arc::ptr_eq(&self.0, &other.0) || (self.same_storage(other) && self.layout() == other.layout() && self.dtype() == other.dtype())
     }
 
+    /// Whether both view the same storage (overlapping or not).
     pub fn same_storage(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0.storage, &other.0.storage)
     }
@@ -287,6 +306,10 @@ impl Tensor {
         self.byte_ptr() as *mut T
     }
 
+    /// Pointer to the first byte of the element at logical index 0.
+    ///
+    /// # Panics
+    /// When the tensor is not on the CPU.
     pub fn byte_ptr(&self) -> *mut u8 {
         let base = self.0.storage.cpu().as_ptr();
         unsafe { base.add(self.0.layout.offset() * self.0.dtype.size()) }
@@ -331,12 +354,16 @@ impl Tensor {
         Ok(crate::dtype::CDouble::new(self.item_f64()?, 0.0))
     }
 
+    /// `dim` in `0..ndim`, counting from the end when negative; an `Index` error when out of
+    /// range.
     pub fn wrap_dim(&self, dim: i64) -> Result<usize> {
         wrap_dim(dim, self.ndim())
     }
 
     // ---- data movement ----
 
+    /// A row-major contiguous tensor with the same values: `self` when it is one already, else a
+    /// copy (`tensor.contiguous()`).
     pub fn contiguous(&self) -> Result<Tensor> {
         if self.is_contiguous() {
             return Ok(self.clone());

@@ -88,7 +88,8 @@ impl Drop for Suspended {
     }
 }
 
-pub fn suspend() -> Suspended {
+/// Tangent propagation off on this thread until the guard drops.
+pub(crate) fn suspend() -> Suspended {
     Suspended(SUSPENDED.with(|s| s.replace(true)))
 }
 

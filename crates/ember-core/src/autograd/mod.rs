@@ -56,6 +56,7 @@ pub fn is_grad_enabled() -> bool {
     GRAD_ENABLED.with(Cell::get)
 }
 
+/// Whether inference mode is on for this thread (`torch.is_inference_mode_enabled`).
 pub fn is_inference_mode() -> bool {
     INFERENCE.with(Cell::get)
 }
@@ -96,10 +97,12 @@ pub fn grad_mode(on: bool) -> ModeGuard {
     set_modes(on, is_inference_mode() && !on)
 }
 
+/// Grad mode off until the guard drops (`torch.no_grad()`).
 pub fn no_grad() -> ModeGuard {
     grad_mode(false)
 }
 
+/// Grad mode on until the guard drops (`torch.enable_grad()`).
 pub fn enable_grad() -> ModeGuard {
     grad_mode(true)
 }

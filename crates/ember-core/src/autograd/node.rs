@@ -19,7 +19,9 @@ pub type RawBackwardFn = dyn Fn(&Ctx, &[Option<Tensor>]) -> Result<Vec<Option<Te
 /// in the backward direction).
 #[derive(Clone)]
 pub struct Edge {
+    /// The node that receives the gradient.
     pub node: Arc<Node>,
+    /// Which of that node's gradient inputs (its forward output) this is.
     pub input_nr: usize,
 }
 
@@ -42,6 +44,8 @@ pub(crate) enum Kind {
     Accumulate(Tensor),
 }
 
+/// One recorded op of the backward graph (PyTorch's `grad_fn`, a `torch.autograd.graph.Node`):
+/// its backward function, the edges to its inputs' nodes, and its hooks.
 pub struct Node {
     name: Cow<'static, str>,
     /// Creation order. A node's edges always point at older nodes, so running nodes from the
@@ -214,6 +218,7 @@ impl Ctx<'_> {
         self.node.outputs.iter().map(|m| (m.shape.as_slice(), m.dtype, m.device))
     }
 
+    /// The node's name, as PyTorch's `grad_fn.name()` (`MulBackward0`).
     pub fn name(&self) -> &str {
         &self.node.name
     }
@@ -323,6 +328,8 @@ impl HookHandle {
         HookHandle { target: HookTarget::Leaf(Arc::downgrade(&t.0)), id }
     }
 
+    /// Removes the hook; removing it twice, or after its tensor or node is gone, does nothing
+    /// (`RemovableHandle.remove()`).
     pub fn remove(&self) {
         match &self.target {
             HookTarget::Node(n) => {

@@ -65,6 +65,7 @@ impl Tensor {
         self.read_meta(|m| m.output_nr).unwrap_or(0)
     }
 
+    /// Whether no recorded op made this tensor (`tensor.is_leaf`).
     pub fn is_leaf(&self) -> bool {
         self.grad_fn().is_none()
     }
@@ -150,6 +151,7 @@ impl Tensor {
         Ok(())
     }
 
+    /// Whether `retain_grad` was called on this non-leaf (`tensor.retains_grad`).
     pub fn retains_grad(&self) -> bool {
         self.read_meta(|m| m.retains_grad).unwrap_or(false)
     }

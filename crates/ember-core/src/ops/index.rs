@@ -15,14 +15,19 @@ use std::sync::Arc;
 /// dims, and the result shape with NumPy's placement rule (adjacent index dims stay in place,
 /// separated ones go first).
 pub struct IndexShape {
+    /// `B`: the broadcast shape of the index tensors.
     pub b_shape: Vec<usize>,
+    /// The dims of `x` no index names, in order.
     pub rest: Vec<usize>,
+    /// The result's shape.
     pub out_shape: Vec<usize>,
     /// Permutation of the result dims that lists the `B` dims first, then the rest.
     pub to_work: Vec<i64>,
 }
 
 impl IndexShape {
+    /// The shapes of `x[indices]`; an `Index` error for dims that are not distinct and increasing,
+    /// index tensors that are not int32/int64, or index shapes that do not broadcast.
     pub fn new(x: &Tensor, indices: &[(usize, Tensor)]) -> Result<IndexShape> {
         let dims: Vec<usize> = indices.iter().map(|(d, _)| *d).collect();
         if dims.is_empty() || dims.windows(2).any(|w| w[0] >= w[1]) || dims.iter().any(|&d| d >= x.ndim()) {
@@ -144,14 +149,21 @@ fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: boo
 pub enum Reduce {
     /// Plain assignment (the last write wins).
     Assign,
+    /// Added together (`"sum"`).
     Sum,
+    /// Multiplied together (`"prod"`).
     Prod,
+    /// Averaged, the destination's value included unless `include_self` is false (`"mean"`).
     Mean,
+    /// The largest (`"amax"`).
     Amax,
+    /// The smallest (`"amin"`).
     Amin,
 }
 
 impl Reduce {
+    /// From PyTorch's `reduce=` string (`sum`/`add`, `prod`/`multiply`, `mean`, `amax`, `amin`);
+    /// `None` for others.
     pub fn from_name(name: &str) -> Option<Reduce> {
         Some(match name {
             "sum" | "add" => Reduce::Sum,

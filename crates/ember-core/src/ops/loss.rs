@@ -5,14 +5,19 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
+/// How a loss combines its per-element values (PyTorch's `reduction=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reduction {
+    /// One loss per element (`"none"`).
     None,
+    /// Their (weighted) mean (`"mean"`).
     Mean,
+    /// Their sum (`"sum"`).
     Sum,
 }
 
 impl Reduction {
+    /// From PyTorch's string; a `Value` error for others.
     pub fn from_name(name: &str) -> Result<Reduction> {
         Ok(match name {
             "none" => Reduction::None,

@@ -13,12 +13,16 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// AVX512-BF16; "high" has no faster algorithm here and computes like "highest".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Precision {
+    /// Full float32 products (the default).
     Highest = 0,
+    /// May use faster, less precise algorithms (none here: as `Highest`).
     High = 1,
+    /// May use bfloat16 operands.
     Medium = 2,
 }
 
 impl Precision {
+    /// The setting's string (`"highest"`, `"high"`, `"medium"`).
     pub fn name(self) -> &'static str {
         match self {
             Precision::Highest => "highest",
@@ -27,6 +31,7 @@ impl Precision {
         }
     }
 
+    /// The setting `name` returns this string for.
     pub fn from_name(name: &str) -> Option<Precision> {
         [Precision::Highest, Precision::High, Precision::Medium].into_iter().find(|p| p.name() == name)
     }
@@ -34,10 +39,12 @@ impl Precision {
 
 static PRECISION: AtomicU8 = AtomicU8::new(Precision::Highest as u8);
 
+/// Sets the process-wide precision (`torch.set_float32_matmul_precision`).
 pub fn set_float32_matmul_precision(p: Precision) {
     PRECISION.store(p as u8, Ordering::Relaxed);
 }
 
+/// The process-wide precision (`torch.get_float32_matmul_precision`).
 pub fn float32_matmul_precision() -> Precision {
     match PRECISION.load(Ordering::Relaxed) {
         0 => Precision::Highest,
@@ -64,6 +71,7 @@ pub(crate) fn bmm_fresh(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `torch.mm`: the product of two matrices of one dtype, `[m, k] @ [k, n]`, no broadcasting.
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     crate::autograd::track(&[a, b], || mm_kernel(a, b), |y| super::grad::matmul::record_mm(a, b, y))
 }
@@ -79,6 +87,7 @@ fn mm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(bmm_fresh(&a.unsqueeze(0)?, &b.unsqueeze(0)?)?.squeeze(Some(&[0]))?)
 }
 
+/// `torch.bmm`: batched products `[B, m, k] @ [B, k, n]` of one dtype, no broadcasting.
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     crate::autograd::track(&[a, b], || bmm_kernel(a, b), |y| super::grad::matmul::record_bmm(a, b, y))
 }

@@ -35,6 +35,8 @@ fn shape_str(s: &[usize]) -> String {
     format!("[{}]", s.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "))
 }
 
+/// `F.layer_norm`: normalises over the trailing `normalized_shape` dims, then scales by
+/// `weight` and shifts by `bias` (shaped `normalized_shape`).
 pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
     x.dtype().require_real("LayerNormKernelImpl")?;
     let inputs = operands(x, weight, bias);
@@ -113,6 +115,8 @@ fn scale_shift(mean: &[f64], var: &[f64], eps: f64, w: &Option<Vec<f64>>, b: &Op
         .unzip()
 }
 
+/// `F.group_norm`: normalises `[N, C, *]` over each of `groups` channel groups, then applies
+/// the per-channel `weight` and `bias`; `C` must divide by `groups`.
 pub fn group_norm(x: &Tensor, groups: usize, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
     x.dtype().require_real("GroupNormKernelImpl")?;
     crate::autograd::track(&operands(x, weight, bias), || group_norm_kernel(x, groups, weight, bias, eps), |y| {
@@ -141,7 +145,9 @@ fn group_norm_kernel(x: &Tensor, groups: usize, weight: Option<&Tensor>, bias: O
 
 /// Running statistics that a training step blends its batch statistics into.
 pub struct Running<'a> {
+    /// `running_mean`, one float per channel.
     pub mean: &'a Tensor,
+    /// `running_var`, one float per channel.
     pub var: &'a Tensor,
 }
 
@@ -192,6 +198,8 @@ fn combine_over_batch(mean: &[f64], var: &[f64], n: usize, c: usize) -> (Vec<f64
         .unzip()
 }
 
+/// `F.batch_norm` over `[N, C, *]`: batch statistics when `training` (blended into `running`
+/// with `momentum`), the running ones otherwise; then the per-channel `weight` and `bias`.
 pub fn batch_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, training: bool, momentum: f64, eps: f64) -> Result<Tensor> {
     x.dtype().require_real("batch_norm_cpu")?;
     let stats = (!training).then(|| running.as_ref().map(|r| (r.mean.clone(), r.var.clone()))).flatten();
@@ -245,6 +253,8 @@ fn batch_norm_kernel(x: &Tensor, running: Option<Running>, weight: Option<&Tenso
     affine(&xc, &per_row(&scale), &per_row(&shift))
 }
 
+/// `F.instance_norm` over `[N, C, *]`: statistics per sample and channel when
+/// `use_input_stats` (their batch mean blended into `running`), the running ones otherwise.
 pub fn instance_norm(x: &Tensor, running: Option<Running>, weight: Option<&Tensor>, bias: Option<&Tensor>, use_input_stats: bool, momentum: f64, eps: f64) -> Result<Tensor> {
     x.dtype().require_real("instance_norm")?;
     let stats = (!use_input_stats).then(|| running.as_ref().map(|r| (r.mean.clone(), r.var.clone()))).flatten();

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::tensor::Tensor;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+/// A random stream (PyTorch's `torch.Generator`): a seed and how much of its stream was used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generator {
     seed: u64,
@@ -33,14 +34,17 @@ fn philox(key: u64, counter: u64) -> [u32; 4] {
 }
 
 impl Generator {
+    /// A stream at its start for `seed`.
     pub fn new(seed: u64) -> Self {
         Generator { seed, offset: 0 }
     }
 
+    /// The seed (`Generator.initial_seed()`).
     pub fn seed(&self) -> u64 {
         self.seed
     }
 
+    /// Restarts the stream from `seed` (`Generator.manual_seed`).
     pub fn manual_seed(&mut self, seed: u64) {
         *self = Generator::new(seed);
     }
@@ -50,6 +54,7 @@ impl Generator {
         (self.seed, self.offset)
     }
 
+    /// Restores a `state()` (`Generator.set_state`).
     pub fn set_state(&mut self, state: (u64, u64)) {
         (self.seed, self.offset) = state;
     }
@@ -67,7 +72,8 @@ impl Generator {
         move |i| bits(key, base, i)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.stream(2)(0)
     }
 
@@ -94,11 +100,26 @@ pub fn unit(bits: u64) -> f64 {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Distribution {
     /// Float64 on [low, high).
-    Uniform { low: f64, high: f64 },
+    Uniform {
+        /// Inclusive lower bound.
+        low: f64,
+        /// Exclusive upper bound.
+        high: f64,
+    },
     /// Float64 by Box–Muller, one pair of draws per element.
-    Normal { mean: f64, std: f64 },
+    Normal {
+        /// The mean.
+        mean: f64,
+        /// The standard deviation.
+        std: f64,
+    },
     /// Int64 on [low, high).
-    Integers { low: i64, high: i64 },
+    Integers {
+        /// Inclusive lower bound.
+        low: i64,
+        /// Exclusive upper bound.
+        high: i64,
+    },
 }
 
 impl Distribution {
@@ -185,6 +206,7 @@ pub fn randint(g: &mut Generator, shape: &[usize], low: i64, high: i64, dtype: D
     draw(g, Distribution::Integers { low, high }, shape, dtype, device)
 }
 
+/// `torch.randperm`: a random permutation of `0..n` (Fisher–Yates), as `dtype`.
 pub fn randperm(g: &mut Generator, n: usize, dtype: DType) -> Result<Tensor> {
     let mut v: Vec<i64> = Vec::new();
     if v.try_reserve_exact(n).is_err() {

@@ -6,19 +6,29 @@ use crate::error::Result;
 use crate::layout::wrap_dim;
 use crate::tensor::Tensor;
 
+/// A reduction over dims (`torch.sum`, `torch.amax`, ...).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ReduceOp {
+    /// `sum`: int64 for bool and integer inputs.
     Sum,
+    /// `prod`: int64 for bool and integer inputs.
     Prod,
+    /// `mean`: float and complex inputs only.
     Mean,
+    /// `amax`: the largest value (NaN if any).
     Amax,
+    /// `amin`: the smallest value (NaN if any).
     Amin,
+    /// `all`: bool (uint8 for uint8 input).
     All,
+    /// `any`: bool (uint8 for uint8 input).
     Any,
+    /// `count_nonzero`: int64.
     CountNonzero,
 }
 
 impl ReduceOp {
+    /// The op of PyTorch's function name (`"sum"`, `"count_nonzero"`, ...).
     pub fn from_name(name: &str) -> Option<ReduceOp> {
         use ReduceOp::*;
         Some(match name {
@@ -76,6 +86,9 @@ pub fn sum_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     summed.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
 }
 
+/// Reduces `x` over `dims` (all dims when `None` or empty), keeping them as size 1 with
+/// `keepdim`; `dtype` casts the input first (`sum(dtype=)`). Errors: repeated or out-of-range
+/// dims, `mean` of an integer tensor, `amax`/`amin` over an empty dim.
 pub fn reduce(op: ReduceOp, x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     crate::autograd::track(&[x], || reduce_kernel(op, x, dims, keepdim, dtype), |y| {
         super::grad::reduce::record_reduce(op, x, reduced_dims(dims, x.ndim())?, keepdim, y, dims.is_none_or(|d| d.is_empty()))

@@ -7,16 +7,21 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
+/// A cumulative op along one dim.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ScanOp {
+    /// `cumsum`.
     Sum,
+    /// `cumprod`.
     Prod,
+    /// `logcumsumexp`.
     LogSumExp,
 }
 
 impl ScanOp {
     const NAMES: [(ScanOp, &'static str); 3] = [(ScanOp::Sum, "cumsum"), (ScanOp::Prod, "cumprod"), (ScanOp::LogSumExp, "logcumsumexp")];
 
+    /// The op of PyTorch's function name (`"cumsum"`, `"cumprod"`, `"logcumsumexp"`).
     pub fn from_name(name: &str) -> Option<ScanOp> {
         Self::NAMES.iter().find(|(_, n)| *n == name).map(|(op, _)| *op)
     }

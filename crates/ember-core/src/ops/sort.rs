@@ -14,7 +14,10 @@ pub enum Statistic {
     Kth(usize),
     /// The lower median, NaN if the row holds one; with `ignore_nan` the lower median of the
     /// non-NaN values (NaN only when all are NaN).
-    Median { ignore_nan: bool },
+    Median {
+        /// `nanmedian` rather than `median`.
+        ignore_nan: bool,
+    },
     /// The most frequent value (the smallest on ties) and the index of its last occurrence.
     Mode,
 }
@@ -132,16 +135,24 @@ pub fn mode(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     track_picked("ModeBackward0", x, dim, keepdim, || select("mode", x, dim, keepdim, Statistic::Mode))
 }
 
+/// How `quantile` picks a value between the two order statistics around it
+/// (`interpolation=`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Interpolation {
+    /// Linear between them (the default).
     Linear,
+    /// The lower one.
     Lower,
+    /// The higher one.
     Higher,
+    /// Their mean.
     Midpoint,
+    /// The nearer one (ties to the even position).
     Nearest,
 }
 
 impl Interpolation {
+    /// From PyTorch's string; a `Value` error for others.
     pub fn from_name(name: &str) -> Result<Interpolation> {
         Ok(match name {
             "linear" => Interpolation::Linear,

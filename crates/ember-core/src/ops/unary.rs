@@ -6,61 +6,121 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
+/// A one-input elementwise op; each variant is the PyTorch function of its name, with that
+/// function's scalar arguments.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum UnaryOp {
+    /// `neg`: `-x` (refused for bool).
     Neg,
+    /// `abs`: `|x|`.
     Abs,
+    /// `sign`: -1, 0 or 1 (NaN stays NaN).
     Sign,
+    /// `square`: `x * x`.
     Square,
+    /// `floor`: rounds down.
     Floor,
+    /// `ceil`: rounds up.
     Ceil,
+    /// `round`: to the nearest integer, half to even.
     Round,
+    /// `trunc`: rounds toward zero.
     Trunc,
+    /// `relu`: `max(x, 0)`.
     Relu,
+    /// `hardtanh(min_val, max_val)`: `x` clamped to `[min_val, max_val]`, NaN kept (`relu6` is
+    /// `Hardtanh(0, 6)`).
     Hardtanh(f64, f64),
+    /// `clamp(min, max)` with number bounds; `None` leaves that side open.
     Clamp(Option<f64>, Option<f64>),
+    /// `exp`: `e^x`.
     Exp,
+    /// `exp2`: `2^x`.
     Exp2,
+    /// `expm1`: `e^x - 1`, accurate near 0.
     Expm1,
+    /// `log`: natural logarithm.
     Log,
+    /// `log2`: base-2 logarithm.
     Log2,
+    /// `log10`: base-10 logarithm.
     Log10,
+    /// `log1p`: `ln(1 + x)`, accurate near 0.
     Log1p,
+    /// `sqrt`: square root.
     Sqrt,
+    /// `rsqrt`: `1 / sqrt(x)`.
     Rsqrt,
+    /// `reciprocal`: `1 / x`.
     Reciprocal,
+    /// `sin`, in radians.
     Sin,
+    /// `cos`, in radians.
     Cos,
+    /// `tan`, in radians.
     Tan,
+    /// `asin`, in radians.
     Asin,
+    /// `acos`, in radians.
     Acos,
+    /// `atan`, in radians.
     Atan,
+    /// `sinh`.
     Sinh,
+    /// `cosh`.
     Cosh,
+    /// `tanh`.
     Tanh,
+    /// `sigmoid`: `1 / (1 + e^-x)`.
     Sigmoid,
+    /// `logit(eps)`: `ln(x / (1 - x))`, with `x` first clamped to `[eps, 1 - eps]` when `eps` is
+    /// given.
     Logit(Option<f64>),
+    /// `erf`: the error function.
     Erf,
+    /// `erfc`: `1 - erf(x)`, accurate for large `x`.
     Erfc,
+    /// `frac`: `x - trunc(x)`.
     Frac,
+    /// `gelu` (exact, with `erf`).
     Gelu,
+    /// `gelu(approximate="tanh")`.
     GeluTanh,
+    /// `silu`: `x * sigmoid(x)`.
     Silu,
+    /// `mish`: `x * tanh(softplus(x))`.
     Mish,
+    /// `selu`, with PyTorch's fixed alpha and scale.
     Selu,
+    /// `elu(alpha)`: `x` for `x > 0`, else `alpha * (e^x - 1)`.
     Elu(f64),
+    /// `leaky_relu(negative_slope)`: `x` for `x > 0`, else `negative_slope * x`.
     LeakyRelu(f64),
+    /// `softplus(beta, threshold)`: `ln(1 + e^(beta * x)) / beta`, and `x` itself where
+    /// `beta * x > threshold`.
     Softplus(f64, f64),
+    /// `hardswish`: `x * relu6(x + 3) / 6`.
     Hardswish,
+    /// `hardsigmoid`: `relu6(x + 3) / 6`.
     Hardsigmoid,
+    /// `nan_to_num(nan, posinf, neginf)`: those three replaced by the given values (clamped to
+    /// the dtype's finite range); integers pass unchanged.
     NanToNum(f64, f64, f64),
+    /// `logical_not`: bool, true where `x` is zero.
     LogicalNot,
+    /// `bitwise_not`: `!x` for integers and bool (refused for floats).
     BitwiseNot,
+    /// `isnan`: bool.
     IsNan,
+    /// `isinf`: bool, true for both infinities.
     IsInf,
+    /// `isposinf`: bool.
     IsPosInf,
+    /// `isneginf`: bool.
     IsNegInf,
+    /// `isfinite`: bool, false for NaN and infinities.
     IsFinite,
+    /// `signbit`: bool, true where the sign bit is set (`-0.0` included).
     Signbit,
     /// `z / |z|` (the sign of a real number).
     Sgn,

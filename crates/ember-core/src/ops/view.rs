@@ -41,6 +41,7 @@ impl Tensor {
         autograd::linear(names, self, map, adjoint)
     }
 
+    /// `reshape`: a view when the strides allow, else a contiguous copy; one dim may be -1.
     pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
         let shape = layout::infer_shape(shape, self.numel())?;
         match self.layout().view(&shape) {
@@ -58,6 +59,7 @@ impl Tensor {
         }
     }
 
+    /// `view`: the same data in `shape` (one dim may be -1); an error where no view can express it.
     pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
         let shape = layout::infer_shape(shape, self.numel())?;
         match self.layout().view(&shape) {
@@ -129,6 +131,7 @@ impl Tensor {
         Ok(Layout::new(shape, strides, offset / ratio))
     }
 
+    /// `permute`: dim `dims[i]` becomes dim `i` (a view).
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
         let dims = dims.iter().map(|&d| self.wrap_dim(d)).collect::<Result<Vec<_>>>()?;
         let layout = self.layout().permute(&dims)?;
@@ -139,6 +142,7 @@ impl Tensor {
         self.view_with("PermuteBackward0", layout, move |g| g.permute(&inverse))
     }
 
+    /// `transpose`: dims `d0` and `d1` swapped (a view).
     pub fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         let (a, b) = (self.wrap_dim(d0)?, self.wrap_dim(d1)?);
         if self.ndim() == 0 {
@@ -156,6 +160,7 @@ impl Tensor {
         }
     }
 
+    /// `narrow`: `length` elements from `start` (negative counts from the end) along `dim`, as a view.
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
         if self.ndim() == 0 {
             bail!(Runtime, "narrow() cannot be applied to a 0-dim tensor.");
@@ -189,6 +194,7 @@ impl Tensor {
         self.picking_view(["SliceBackward0", "SliceBackwardBackward0"], move |l| l.slice(d, s as usize, len as usize, step as usize))
     }
 
+    /// `select`: element `index` (negative counts from the end) along `dim`, that dim removed (a view).
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
         if self.ndim() == 0 {
             bail!(Index, "select() cannot be applied to a 0-dim tensor.");
@@ -202,11 +208,13 @@ impl Tensor {
         self.picking_view(["SelectBackward0", "SelectBackwardBackward0"], move |l| l.select(d, i as usize))
     }
 
+    /// `unsqueeze`: a size-1 dim inserted at `dim` (a view).
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let d = wrap_dim(dim, self.ndim() + 1)?;
         self.view_with("UnsqueezeBackward0", self.layout().unsqueeze(d), unreshape(self.shape()))
     }
 
+    /// `squeeze`: the size-1 dims among `dims` (all when `None`) removed (a view).
     pub fn squeeze(&self, dims: Option<&[i64]>) -> Result<Tensor> {
         let dims: Vec<usize> = match dims {
             None => (0..self.ndim()).collect(),
@@ -239,6 +247,7 @@ impl Tensor {
         self.broadcast_to(&target)
     }
 
+    /// `broadcast_to`: a stride-0 view with `shape` (NumPy's rules).
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
         let layout = self.layout().broadcast_to(shape)?;
         if layout == *self.layout() {
@@ -248,6 +257,7 @@ impl Tensor {
         self.view_with("ExpandBackward0", layout, move |g| sum_to(g, &own))
     }
 
+    /// `flip`: the order along `dims` reversed, as a view with negative strides (PyTorch copies).
     pub fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         let dims = dims.iter().map(|&d| self.wrap_dim(d)).collect::<Result<Vec<_>>>()?;
         if let Some(d) = dims.iter().enumerate().find_map(|(i, d)| dims[..i].contains(d).then_some(d)) {
@@ -260,6 +270,8 @@ impl Tensor {
         self.view_with("FlipBackward0", self.layout().flip(&dims), move |g| g.flip(&again))
     }
 
+    /// `diagonal`: the diagonal of the `dim1`, `dim2` plane (above it for `offset > 0`), as a new
+    /// last dim (a view).
     pub fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
         let (a, b) = (self.wrap_dim(dim1)?, self.wrap_dim(dim2)?);
         if a == b {

@@ -28,7 +28,9 @@ const MAX_HEADER_BYTES: u64 = 100_000_000;
 
 /// What a safetensors file holds: its tensors in file order and its `__metadata__` strings.
 pub struct Loaded {
+    /// The tensors, by name, in file order.
     pub tensors: Vec<(String, Tensor)>,
+    /// The header's `__metadata__`, if it has one.
     pub metadata: Option<HashMap<String, String>>,
 }
 
