@@ -1,8 +1,6 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 pub mod autograd;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod backend;
 pub mod device;
 pub mod dtype;

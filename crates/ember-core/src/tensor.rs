@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// let col = a.select(1, 2)?; // a view of the last column
 /// assert_eq!((a.shape(), a.dtype()), (&[2, 3][..], DType::I64));
 /// assert_eq!(col.to_vec::<i64>()?, [3, 6]);
-/// assert_eq!((&col * 2.0).to_dtype(DType::I64)?.to_vec::<i64>()?, [6, 12]);
+/// assert_eq!((&col * 2.0)?.to_dtype(DType::I64)?.to_vec::<i64>()?, [6, 12]);
 /// # Ok::<(), ember_core::Error>(())
 /// ```
 #[derive(Clone)]

@@ -1,12 +1,15 @@
-//! Rust ergonomics on `Tensor`: the arithmetic operators (`&a + &b`, `&a * 2.0`, `-&a`), which
-//! panic where `ops::binary::binary` returns an error (shapes that do not broadcast), as slice
-//! indexing panics out of bounds; `a.matmul(&b)?`; and `Display`, which prints the values as
-//! PyTorch's `print(t)` does.
+//! Rust ergonomics on `Tensor`: the arithmetic operators (`(&a + &b)?`, `(&a * 2.0)?`,
+//! `(-&a)?`), which return `ops::binary::binary`'s `Result` (an error where shapes do not
+//! broadcast) and take a `Result` operand, so `(&a * &b + &c)?` needs one `?` (a number after a
+//! `Result` needs its own: `((&a * &a)? + 1.0)?`, since Rust's orphan rule forbids
+//! `Result<Tensor> + f64`); `a.matmul(&b)?`; and `Display`, which prints the values as PyTorch's
+//! `print(t)` does.
 use super::binary::{binary, BinaryOp, Operand, Scalar};
 use super::unary::{unary, UnaryOp};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
+use std::borrow::Borrow;
 use std::fmt;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
@@ -25,80 +28,101 @@ impl Tensor {
     }
 }
 
-fn expect(result: Result<Tensor>, op: &str) -> Tensor {
-    result.unwrap_or_else(|e| panic!("{op}: {e}"))
+fn tensors(op: BinaryOp, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor> {
+    binary(op, Operand::Tensor(lhs), Operand::Tensor(rhs))
 }
 
-/// `impl Op<&Tensor> for &Tensor` and the by-value and number forms, all through `binary`.
+/// A number operand, as a Python float in PyTorch: it does not widen a tensor's dtype.
+fn number(x: f64) -> Operand<'static> {
+    Operand::Scalar(Scalar::Float(x))
+}
+
+/// `impl Op<B> for &Tensor` and `Tensor` (`B` any `Borrow<Tensor>`), the `Result` operand
+/// forms, and the number forms, all through `binary` and all returning its `Result`.
 macro_rules! binary_operator {
-    ($trait:ident, $method:ident, $op:expr, $symbol:literal) => {
-        impl $trait<&Tensor> for &Tensor {
-            type Output = Tensor;
-            /// # Panics
-            /// When the shapes do not broadcast or the dtypes have no result dtype;
-            /// `ops::binary::binary` returns that error instead.
-            fn $method(self, rhs: &Tensor) -> Tensor {
-                expect(binary($op, Operand::Tensor(self), Operand::Tensor(rhs)), $symbol)
+    ($trait:ident, $method:ident, $op:expr) => {
+        impl<B: Borrow<Tensor>> $trait<B> for &Tensor {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: B) -> Result<Tensor> {
+                tensors($op, self, rhs.borrow())
             }
         }
-        impl $trait<Tensor> for Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: Tensor) -> Tensor {
-                (&self).$method(&rhs)
+        impl<B: Borrow<Tensor>> $trait<B> for Tensor {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: B) -> Result<Tensor> {
+                tensors($op, &self, rhs.borrow())
             }
         }
-        impl $trait<&Tensor> for Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: &Tensor) -> Tensor {
-                (&self).$method(rhs)
+        /// The error of an earlier operator passes through, so `((&a * &b)? + &c)?` and
+        /// `(&a * &b + &c)?` both chain.
+        impl<B: Borrow<Tensor>> $trait<Tensor> for Result<B> {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: Tensor) -> Result<Tensor> {
+                tensors($op, self?.borrow(), &rhs)
             }
         }
-        impl $trait<Tensor> for &Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: Tensor) -> Tensor {
-                self.$method(&rhs)
+        impl<B: Borrow<Tensor>> $trait<&Tensor> for Result<B> {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: &Tensor) -> Result<Tensor> {
+                tensors($op, self?.borrow(), rhs)
             }
         }
-        /// A number operand, as a Python float in PyTorch: it does not widen a tensor's dtype.
+        impl<B: Borrow<Tensor>> $trait<Result<B>> for Tensor {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: Result<B>) -> Result<Tensor> {
+                tensors($op, &self, rhs?.borrow())
+            }
+        }
+        impl<B: Borrow<Tensor>> $trait<Result<B>> for &Tensor {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: Result<B>) -> Result<Tensor> {
+                tensors($op, self, rhs?.borrow())
+            }
+        }
         impl $trait<f64> for &Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: f64) -> Tensor {
-                expect(binary($op, Operand::Tensor(self), Operand::Scalar(Scalar::Float(rhs))), $symbol)
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: f64) -> Result<Tensor> {
+                binary($op, Operand::Tensor(self), number(rhs))
             }
         }
         impl $trait<f64> for Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: f64) -> Tensor {
-                (&self).$method(rhs)
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: f64) -> Result<Tensor> {
+                binary($op, Operand::Tensor(&self), number(rhs))
             }
         }
         impl $trait<&Tensor> for f64 {
-            type Output = Tensor;
-            fn $method(self, rhs: &Tensor) -> Tensor {
-                expect(binary($op, Operand::Scalar(Scalar::Float(self)), Operand::Tensor(rhs)), $symbol)
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: &Tensor) -> Result<Tensor> {
+                binary($op, number(self), Operand::Tensor(rhs))
+            }
+        }
+        impl $trait<Tensor> for f64 {
+            type Output = Result<Tensor>;
+            fn $method(self, rhs: Tensor) -> Result<Tensor> {
+                binary($op, number(self), Operand::Tensor(&rhs))
             }
         }
     };
 }
 
-binary_operator!(Add, add, BinaryOp::Add, "+");
-binary_operator!(Sub, sub, BinaryOp::Sub, "-");
-binary_operator!(Mul, mul, BinaryOp::Mul, "*");
-binary_operator!(Div, div, BinaryOp::Div, "/");
+binary_operator!(Add, add, BinaryOp::Add);
+binary_operator!(Sub, sub, BinaryOp::Sub);
+binary_operator!(Mul, mul, BinaryOp::Mul);
+binary_operator!(Div, div, BinaryOp::Div);
 
+/// Errors on a bool tensor, as PyTorch refuses `-` there.
 impl Neg for &Tensor {
-    type Output = Tensor;
-    /// # Panics
-    /// On a bool tensor, as PyTorch refuses `-` there.
-    fn neg(self) -> Tensor {
-        expect(unary(UnaryOp::Neg, self), "-")
+    type Output = Result<Tensor>;
+    fn neg(self) -> Result<Tensor> {
+        unary(UnaryOp::Neg, self)
     }
 }
 
 impl Neg for Tensor {
-    type Output = Tensor;
-    fn neg(self) -> Tensor {
-        -&self
+    type Output = Result<Tensor>;
+    fn neg(self) -> Result<Tensor> {
+        unary(UnaryOp::Neg, &self)
     }
 }
 
@@ -213,26 +237,39 @@ mod tests {
     }
 
     #[test]
-    fn operators_broadcast_and_follow_pytorchs_dtypes() {
+    fn operators_broadcast_and_follow_pytorchs_dtypes() -> Result<()> {
         let a = t(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
         let b = t(vec![10.0, 20.0], &[2]);
-        assert_eq!((&a + &b).to_vec::<f32>().unwrap(), [11.0, 22.0, 13.0, 24.0]);
-        assert_eq!((&a - &b).to_vec::<f32>().unwrap(), [-9.0, -18.0, -7.0, -16.0]);
-        assert_eq!((&a * 2.0).to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0, 8.0]);
-        assert_eq!((1.0 / &b).to_vec::<f32>().unwrap(), [0.1, 0.05]);
-        assert_eq!((-a.clone()).to_vec::<f32>().unwrap(), [-1.0, -2.0, -3.0, -4.0]);
-        assert_eq!(a.clone().add(&b).to_vec::<f32>().unwrap(), (&a + &b).to_vec::<f32>().unwrap());
-        let i = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
-        assert_eq!((&i / &i).dtype(), DType::F32);
-        assert_eq!(a.matmul(&b).unwrap().to_vec::<f32>().unwrap(), [50.0, 110.0]);
+        assert_eq!((&a + &b)?.to_vec::<f32>()?, [11.0, 22.0, 13.0, 24.0]);
+        assert_eq!((&a - &b)?.to_vec::<f32>()?, [-9.0, -18.0, -7.0, -16.0]);
+        assert_eq!((&a * 2.0)?.to_vec::<f32>()?, [2.0, 4.0, 6.0, 8.0]);
+        assert_eq!((1.0 / &b)?.to_vec::<f32>()?, [0.1, 0.05]);
+        assert_eq!((-a.clone())?.to_vec::<f32>()?, [-1.0, -2.0, -3.0, -4.0]);
+        assert_eq!(a.clone().add(&b)?.to_vec::<f32>()?, (&a + &b)?.to_vec::<f32>()?);
+        let i = Tensor::from_vec(vec![1i64, 2], &[2])?;
+        assert_eq!((&i / &i)?.dtype(), DType::F32);
+        assert_eq!(a.matmul(&b)?.to_vec::<f32>()?, [50.0, 110.0]);
+        Ok(())
     }
 
     #[test]
-    #[should_panic(expected = "+: ")]
-    fn an_operator_panics_where_binary_returns_the_error() {
+    fn operators_chain_through_results() -> Result<()> {
+        let a = t(vec![1.0, 2.0], &[2]);
+        assert_eq!(((&a * &a)? + 1.0)?.to_vec::<f32>()?, [2.0, 5.0]);
+        assert_eq!((&a * &a + &a)?.to_vec::<f32>()?, [2.0, 6.0]);
+        assert_eq!((&a - (&a * 2.0))?.to_vec::<f32>()?, [-1.0, -2.0]);
+        Ok(())
+    }
+
+    #[test]
+    fn an_operator_returns_the_error_where_shapes_do_not_broadcast() {
         let (a, b) = (t(vec![0.0; 3], &[3]), t(vec![0.0; 2], &[2]));
-        assert!(binary(BinaryOp::Add, Operand::Tensor(&a), Operand::Tensor(&b)).is_err());
-        let _ = &a + &b;
+        let err = (&a + &b).unwrap_err();
+        assert_eq!(err.kind, crate::error::ErrorKind::Runtime);
+        assert!(err.message.contains("must match the size"), "{err}");
+        assert!((&a + &b + &a).is_err(), "an error passes through a chain");
+        let flags = Tensor::from_vec(vec![true], &[1]).unwrap();
+        assert!((-&flags).is_err());
     }
 
     #[test]

@@ -9,11 +9,17 @@ use crate::layout::broadcast_shapes;
 use crate::tensor::Tensor;
 use half::{bf16, f16};
 
+/// A Python number operand: it takes part in the result type only as a "wrapped number" does
+/// in PyTorch (a float scalar makes an int tensor float32, but never widens a float16 tensor).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
+    /// A Python `bool`.
     Bool(bool),
+    /// A Python `int`.
     Int(i64),
+    /// A Python `float`.
     Float(f64),
+    /// A Python `complex`.
     Complex(CDouble),
 }
 
@@ -28,6 +34,7 @@ impl Scalar {
         }
     }
 
+    /// The value as a complex number (imaginary part 0 for a real scalar).
     pub fn to_c128(self) -> CDouble {
         match self {
             Scalar::Complex(z) => z,
@@ -113,9 +120,12 @@ fn c_type_name(dtype: DType) -> &'static str {
     }
 }
 
+/// One side of a binary op: a tensor or a Python number.
 #[derive(Clone, Copy)]
 pub enum Operand<'a> {
+    /// A tensor, 0-d or not (a 0-d tensor ranks below dimensioned ones in the result type).
     Tensor(&'a Tensor),
+    /// A Python number.
     Scalar(Scalar),
 }
 
@@ -216,43 +226,74 @@ pub fn result_type(operands: &[Operand]) -> DType {
     combine(dim, combine(zero, wrapped)).expect("result_type of no operands")
 }
 
+/// The two-input elementwise ops, each PyTorch's function of the same name.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum BinaryOp {
+    /// `torch.add` (`+`).
     Add,
+    /// `torch.sub` (`-`).
     Sub,
+    /// `torch.mul` (`*`).
     Mul,
+    /// `torch.div` (`/`): true division, so integer inputs give the default float dtype.
     Div,
+    /// `torch.floor_divide` (`//`): the quotient rounded down.
     FloorDiv,
     /// `div(rounding_mode='trunc')`.
     TruncDiv,
+    /// `torch.remainder` (`%`): the sign of the divisor, as Python's `%`.
     Remainder,
+    /// `torch.fmod`: the sign of the dividend, as C's `fmod`.
     Fmod,
+    /// `torch.pow` (`**`).
     Pow,
+    /// `torch.atan2(input, other)`: the angle of `(other, input)` in radians.
     Atan2,
+    /// `torch.hypot`: `sqrt(a² + b²)` without overflow.
     Hypot,
+    /// `torch.maximum`: NaN wins.
     Maximum,
+    /// `torch.minimum`: NaN wins.
     Minimum,
+    /// `torch.fmax`: the number wins over NaN.
     Fmax,
+    /// `torch.fmin`: the number wins over NaN.
     Fmin,
+    /// `torch.eq` (`==`), to bool.
     Eq,
+    /// `torch.ne` (`!=`), to bool.
     Ne,
+    /// `torch.lt` (`<`), to bool.
     Lt,
+    /// `torch.le` (`<=`), to bool.
     Le,
+    /// `torch.gt` (`>`), to bool.
     Gt,
+    /// `torch.ge` (`>=`), to bool.
     Ge,
+    /// `torch.logical_and`, to bool.
     LogicalAnd,
+    /// `torch.logical_or`, to bool.
     LogicalOr,
+    /// `torch.logical_xor`, to bool.
     LogicalXor,
+    /// `torch.bitwise_and` (`&`): integer and bool dtypes.
     BitwiseAnd,
+    /// `torch.bitwise_or` (`|`): integer and bool dtypes.
     BitwiseOr,
+    /// `torch.bitwise_xor` (`^`): integer and bool dtypes.
     BitwiseXor,
+    /// `torch.bitwise_left_shift` (`<<`).
     LeftShift,
+    /// `torch.bitwise_right_shift` (`>>`): arithmetic for signed dtypes.
     RightShift,
 }
 
 use BinaryOp::*;
 
 impl BinaryOp {
+    /// The op PyTorch names `name` (`"add"`, `"floor_divide"`, `"bitwise_left_shift"`, ...), or
+    /// `None` for an unknown name.
     pub fn from_name(name: &str) -> Option<BinaryOp> {
         Some(match name {
             "add" => Add,

@@ -9,10 +9,12 @@ use crate::parallel::{for_range, GRAIN};
 use crate::tensor::Tensor;
 use crate::with_dtype;
 
+/// `torch.full` on the CPU: a tensor of `shape` with every element `value`, cast to `dtype`.
 pub fn full(shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
     full_on(shape, value, dtype, Device::Cpu)
 }
 
+/// `torch.full(..., device=device)`.
 pub fn full_on(shape: &[usize], value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
     let out = Tensor::empty_on(shape, dtype, device)?;
     crate::backend::of(device)?.fill(&out, value)?;
@@ -31,6 +33,8 @@ pub fn from_index_fn<T: Element>(n: usize, f: impl Fn(usize) -> T + Sync) -> Res
     Ok(out)
 }
 
+/// `torch.arange(start, end, step)`: `ceil((end - start) / step)` values from `start`, `end`
+/// excluded. Errors on a zero or wrongly signed step, a non-finite bound, or a complex dtype.
 pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
     if step == 0.0 {
         bail!(Runtime, "step must be nonzero");
@@ -65,6 +69,8 @@ fn check_steps(steps: i64) -> Result<usize> {
     Ok(steps as usize)
 }
 
+/// `torch.linspace`: `steps` evenly spaced values from `start` to `end`, both included (the
+/// last is exactly `end`). Errors on negative `steps`.
 pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor> {
     if dtype.is_complex() {
         return linspace_complex(CDouble::new(start, 0.0), CDouble::new(end, 0.0), steps, dtype);
@@ -87,6 +93,7 @@ pub fn linspace_complex(start: CDouble, end: CDouble, steps: i64, dtype: DType) 
     Ok(crate::with_complex!(dtype, T, from_index_fn::<T>(n, |i| T::from_c128(CDouble::new(re(i), im(i))))?))
 }
 
+/// `torch.logspace`: `base` raised to each of `linspace(start, end, steps)`.
 pub fn logspace(start: f64, end: f64, steps: i64, base: f64, dtype: DType) -> Result<Tensor> {
     if dtype.is_complex() {
         return logspace_complex(CDouble::new(start, 0.0), CDouble::new(end, 0.0), steps, base, dtype);
@@ -110,6 +117,7 @@ pub fn logspace_complex(start: CDouble, end: CDouble, steps: i64, base: f64, dty
     Ok(out)
 }
 
+/// `torch.eye(n, m)`: an `n × m` matrix with ones on the main diagonal.
 pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {
     let out = Tensor::zeros(&[n, m], dtype)?;
     crate::with_any_dtype!(dtype, T, {

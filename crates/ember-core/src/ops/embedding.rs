@@ -60,14 +60,19 @@ pub fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_
     Ok(())
 }
 
+/// `embedding_bag`'s `mode`: how each bag's rows combine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BagMode {
+    /// The (weighted) sum of the bag's rows.
     Sum,
+    /// Their mean; an empty bag gives zeros.
     Mean,
+    /// Their elementwise maximum; an empty bag gives zeros.
     Max,
 }
 
 impl BagMode {
+    /// The mode PyTorch names `name` (`"sum"`, `"mean"`, `"max"`); a `ValueError` otherwise.
     pub fn from_name(name: &str) -> Result<BagMode> {
         Ok(match name {
             "sum" => BagMode::Sum,

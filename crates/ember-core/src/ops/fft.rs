@@ -11,8 +11,11 @@ use crate::tensor::Tensor;
 /// The `norm` argument: which direction carries the `1/n` (or both `1/sqrt(n)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Norm {
+    /// No scaling forward, `1/n` on the inverse (PyTorch's default).
     Backward,
+    /// `1/sqrt(n)` both ways.
     Ortho,
+    /// `1/n` forward, none on the inverse.
     Forward,
 }
 

@@ -1,48 +1,26 @@
 //! Op families, one file each.
 mod arith;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod binary;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod complex;
 pub mod complex_binary;
 mod complex_reduce;
 pub mod complex_unary;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod conv;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod creation;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod embedding;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod fft;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod linalg;
 pub(crate) mod grad;
 pub mod index;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod join;
 pub mod loss;
 pub mod matmul;
 pub mod nn;
 pub mod overlap;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod pad;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod pool;
 pub mod random;
 pub mod reduce;
-// Documented with the backend-contract move.
-#[allow(missing_docs)]
 pub mod resize;
 pub mod scan;
 pub mod sort;

@@ -7,11 +7,16 @@ use crate::bail;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
+/// `F.pad`'s `mode`: what fills the border.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PadMode {
+    /// `"constant"`: the value (PyTorch's `value`, default 0); negative padding crops.
     Constant(Scalar),
+    /// `"reflect"`: the mirror image without the edge element (padding below the dim's size).
     Reflect,
+    /// `"replicate"`: the edge element repeated.
     Replicate,
+    /// `"circular"`: the input wrapped around (padding at most the dim's size).
     Circular,
 }
 

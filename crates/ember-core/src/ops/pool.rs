@@ -86,10 +86,15 @@ pub enum Divisor {
 /// an empty `stride` means "the kernel size".
 #[derive(Clone, Copy, Debug)]
 pub struct WindowArgs<'a> {
+    /// The window's size in elements.
     pub kernel_size: &'a [i64],
+    /// The step between windows; empty for the kernel size.
     pub stride: &'a [i64],
+    /// Implicit padding on both sides (at most half the kernel size).
     pub padding: &'a [i64],
+    /// The spacing between a window's elements (max pooling only; 1 for the others).
     pub dilation: &'a [i64],
+    /// Whether the output size rounds up, so a last partial window counts.
     pub ceil_mode: bool,
 }
 

@@ -14,12 +14,16 @@ use crate::tensor::Tensor;
 use crate::storage::try_vec;
 use num_traits::Float;
 
+/// `F.interpolate`'s `mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// `"nearest"`: the source index `floor(i * scale)` (PyTorch's legacy rounding).
     Nearest,
+    /// `"nearest-exact"`: the nearest source pixel centre, `floor((i + 0.5) * scale)`.
     NearestExact,
     /// Linear, bilinear or trilinear by the number of spatial dims.
     Linear,
+    /// `"bicubic"`: Keys' cubic convolution with `a = -0.75`, as PyTorch.
     Cubic,
 }
 

@@ -12,13 +12,15 @@ pub struct Ptr<T>(pub *mut T);
 unsafe impl<T> Send for Ptr<T> {}
 unsafe impl<T> Sync for Ptr<T> {}
 impl<T> Ptr<T> {
+    /// The pointer `offset` elements on (the caller keeps it inside the allocation).
     #[inline(always)]
     pub fn at(self, offset: isize) -> *mut T {
         unsafe { self.0.offset(offset) }
     }
 }
 
-pub fn has_avx2() -> bool {
+/// Whether this CPU has AVX2 and FMA (the second compilation of the loop bodies).
+pub(crate) fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
@@ -53,7 +55,8 @@ pub(crate) fn prefetch_for_write<T>(p: *const T) {
     }
 }
 
-pub fn has_avx512() -> bool {
+/// Whether this CPU has AVX-512F, detected once.
+pub(crate) fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         static AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();

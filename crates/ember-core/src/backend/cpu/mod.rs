@@ -1,26 +1,26 @@
 //! The CPU backend: host memory (`storage::CpuStorage`) and the kernels that read it through
 //! raw pointers, vectorised at runtime for the CPU at hand.
-pub mod binary;
-pub mod complex;
-pub mod conv;
-pub mod embedding;
-pub mod fft;
+pub(crate) mod binary;
+pub(crate) mod complex;
+pub(crate) mod conv;
+pub(crate) mod embedding;
+pub(crate) mod fft;
 pub mod half;
-pub mod index;
-pub mod linalg;
+pub(crate) mod index;
+pub(crate) mod linalg;
 pub mod map;
-pub mod math;
-pub mod nhwc;
-pub mod norm;
-pub mod pad;
-pub mod pool;
+pub(crate) mod math;
+pub(crate) mod nhwc;
+pub(crate) mod norm;
+pub(crate) mod pad;
+pub(crate) mod pool;
 pub(crate) mod sum_simd;
-pub mod matmul;
-pub mod reduce;
-pub mod resize;
-pub mod scan;
-pub mod sort;
-pub mod unary;
+pub(crate) mod matmul;
+pub(crate) mod reduce;
+pub(crate) mod resize;
+pub(crate) mod scan;
+pub(crate) mod sort;
+pub(crate) mod unary;
 
 use super::Backend;
 use crate::bail;
@@ -45,6 +45,8 @@ use crate::storage::{CpuStorage, Storage};
 use crate::tensor::{cast, Tensor};
 use crate::{with_complex, with_dtype};
 
+/// The CPU backend: every op family's kernels over `CpuStorage`, run on the crate's thread
+/// pool ([`crate::parallel`]).
 pub struct Cpu;
 
 impl Backend for Cpu {

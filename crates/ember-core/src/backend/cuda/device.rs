@@ -40,9 +40,11 @@ impl Drop for CudaStorage {
 }
 
 impl CudaStorage {
+    /// The device the memory lives on.
     pub fn device(&self) -> Device {
         Device::Cuda(self.index)
     }
+    /// The allocation's size in bytes.
     pub fn bytes(&self) -> usize {
         self.bytes
     }

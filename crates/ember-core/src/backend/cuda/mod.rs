@@ -56,8 +56,11 @@ compile_error!("features `cuda12` and `cuda13` are exclusive: choose the CUDA ve
 /// from it (the test that compiles every kernel checks each name is in the compiled module).
 #[cfg(feature = "cuda")]
 pub struct Family {
+    /// Names the source in compile errors and keys the loaded-module cache.
     pub name: &'static str,
+    /// The CUDA C source, compiled by NVRTC on first use.
     pub source: &'static str,
+    /// Every kernel name the Rust side launches from `source`.
     pub kernel_names: fn() -> Vec<String>,
 }
 
@@ -76,9 +79,11 @@ mod not_built {
     pub enum CudaStorage {}
 
     impl CudaStorage {
+        /// The device the memory lives on.
         pub fn device(&self) -> Device {
             match *self {}
         }
+        /// The allocation's size in bytes.
         pub fn bytes(&self) -> usize {
             match *self {}
         }

@@ -37,10 +37,13 @@ pub struct Info {
 }
 
 impl Info {
+    /// `count` codes, all 0 (success); a backend's linalg kernel sets a code per failed matrix.
     pub fn new(count: usize) -> Info {
         Info { codes: vec![0; count] }
     }
 
+    /// A pointer to the codes, one `i32` per batch matrix, that the batch tasks write in
+    /// parallel (each task writes only its own matrices' codes).
     pub fn writer(&mut self) -> Ptr<i32> {
         Ptr(self.codes.as_mut_ptr())
     }
@@ -58,7 +61,8 @@ impl Info {
     }
 }
 
-pub const SINGULAR: &str = "The solver failed because the input matrix is singular.";
+/// `linalg.solve`'s message for a singular matrix.
+pub(crate) const SINGULAR: &str = "The solver failed because the input matrix is singular.";
 
 /// Broadcasts the batch dims of `a` ([*, n, n]) and `b` ([*, n, k]) against each other.
 pub fn broadcast_pair(op: &str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
@@ -72,14 +76,18 @@ pub fn broadcast_pair(op: &str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tenso
     Ok((with(a, a.shape()[na - 2], a.shape()[na - 1])?, with(b, b.shape()[nb - 2], b.shape()[nb - 1])?))
 }
 
-pub fn inv_message(code: i32) -> String {
+/// `linalg.inv`'s message for a zero pivot at 1-based diagonal position `code`.
+pub(crate) fn inv_message(code: i32) -> String {
     format!("The diagonal element {code} is zero, the inversion could not be completed because the input matrix is singular.")
 }
 
-pub fn not_positive_definite(code: i32) -> String {
+/// `linalg.cholesky`'s message for a non-positive leading minor of order `code`.
+pub(crate) fn not_positive_definite(code: i32) -> String {
     format!("The factorization could not be completed because the input is not positive-definite (the leading minor of order {code} is not positive-definite).")
 }
 
-pub const NO_CONVERGENCE: &str = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues.";
+/// The eigen solvers' message when the iteration does not converge.
+pub(crate) const NO_CONVERGENCE: &str = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues.";
 
-pub const SVD_NO_CONVERGENCE: &str = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values.";
+/// `linalg.svd`'s message when the iteration does not converge.
+pub(crate) const SVD_NO_CONVERGENCE: &str = "The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values.";

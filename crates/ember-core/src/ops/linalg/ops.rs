@@ -33,10 +33,14 @@ pub fn solve_ex(a: &Tensor, b: &Tensor, check_errors: bool) -> Result<(Tensor, T
     Ok((x, info.tensor(&a.shape()[..a.ndim() - 2])))
 }
 
+/// `torch.linalg.solve`: `X` with `A X = B`, batch dims broadcast; a `LinAlgError` where a
+/// matrix is singular.
 pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(solve_ex(a, b, true)?.0)
 }
 
+/// `torch.linalg.inv_ex`: the inverse and the int32 `info` per matrix (0, or the 1-based
+/// position of a zero pivot); with `check_errors`, a `LinAlgError` for the first failure.
 pub fn inv_ex(a: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor)> {
     check_matrix("linalg.inv", a, true)?;
     let (y, info) = track(&[a], || on(a)?.inv(a), |(y, _)| grad::record_inv(a, y))?;
@@ -46,10 +50,12 @@ pub fn inv_ex(a: &Tensor, check_errors: bool) -> Result<(Tensor, Tensor)> {
     Ok((y, info.tensor(&a.shape()[..a.ndim() - 2])))
 }
 
+/// `torch.linalg.inv`: a `LinAlgError` where a matrix is singular.
 pub fn inv(a: &Tensor) -> Result<Tensor> {
     Ok(inv_ex(a, true)?.0)
 }
 
+/// `torch.linalg.det` over the last two dims (square); 0 for a singular matrix.
 pub fn det(a: &Tensor) -> Result<Tensor> {
     track(&[a], || Ok(on(a)?.det(a, false)?.0), |d| grad::record_det(a, d))
 }

@@ -7,26 +7,33 @@
 //! integer rounding for bf16, `vcvtps2ph` for f16), `avx2` (AVX2 integer rounding for bf16,
 //! F16C for f16), `scalar`. There is no AVX512-FP16 path (no such CPU to test it on): float16
 //! always converts through F16C / AVX-512F `vcvtps2ph`, which round to nearest even.
-pub mod gemm;
-pub mod map;
-pub mod scalar;
+pub(crate) mod gemm;
+pub(crate) mod map;
+pub(crate) mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
 use half::{bf16, f16};
 use std::sync::atomic::{AtomicU8, Ordering};
 
+/// A conversion path, ordered from the most portable to the fastest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Path {
+    /// Portable code, on any CPU.
     Scalar = 1,
+    /// AVX2 integer rounding for bf16, F16C for f16.
     Avx2 = 2,
+    /// AVX-512F/BW for bf16, `vcvtps2ph` for f16.
     Avx512 = 3,
+    /// AVX512-BF16's `vcvtne2ps2bf16`, and `vdpbf16ps` in the bf16 matmul.
     Avx512Bf16 = 4,
 }
 
 impl Path {
+    /// Every path, in order.
     pub const ALL: [Path; 4] = [Path::Scalar, Path::Avx2, Path::Avx512, Path::Avx512Bf16];
 
+    /// The name `EMBER_SIMD` and `from_name` take: `scalar`, `avx2`, `avx512`, `avx512bf16`.
     pub fn name(self) -> &'static str {
         match self {
             Path::Scalar => "scalar",
@@ -36,6 +43,7 @@ impl Path {
         }
     }
 
+    /// The path called `name`, or `None` for an unknown name.
     pub fn from_name(name: &str) -> Option<Path> {
         Path::ALL.into_iter().find(|p| p.name() == name)
     }
@@ -115,6 +123,7 @@ pub trait Half: crate::dtype::Element {
     /// # Safety
     /// `src` valid for `n` reads, `dst` for `n` writes.
     unsafe fn narrow(src: *const f32, dst: *mut Self, n: usize);
+    /// One float32 rounded to nearest even.
     fn from_f32_scalar(v: f32) -> Self;
     /// A one-pass float32 sum of `n` contiguous elements, on the paths that have one.
     fn fused_sum() -> Option<unsafe fn(*const Self, usize) -> f32>;
