@@ -85,8 +85,8 @@ def test_missing_module_names_the_torch_name(shim):
     with pytest.raises(ModuleNotFoundError, match=r"^torch\.distributions is not in Ember yet \(ember\.compat maps torch to ember") as e:
         import torch.distributions  # noqa: F401
     assert e.value.name == "torch.distributions"
-    with pytest.raises(ModuleNotFoundError, match=r"^torchvision\.tv_tensors is not in Ember yet"):
-        import torchvision.tv_tensors  # noqa: F401
+    with pytest.raises(ModuleNotFoundError, match=r"^torchvision\.prototype is not in Ember yet"):
+        import torchvision.prototype  # noqa: F401
 
 
 def test_missing_attribute_names_the_torch_name(shim):

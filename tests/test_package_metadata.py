@@ -26,7 +26,7 @@ CLASSIFIERS = [
     "Topic :: Scientific/Engineering :: Artificial Intelligence",
 ]
 # Import names whose distribution is named otherwise.
-DISTRIBUTIONS = {"yaml": "PyYAML", "PIL": "Pillow", "cv2": "opencv-python", "sklearn": "scikit-learn"}
+DISTRIBUTIONS = {"yaml": "PyYAML", "PIL": "Pillow", "cv2": "opencv-python", "sklearn": "scikit-learn", "torchx": "torchx-nightly"}
 # Imports left undeclared on purpose: (package, module) -> why.
 UNDECLARED = {}
 

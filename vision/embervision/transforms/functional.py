@@ -411,9 +411,8 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
     return F_t.rotate(img, matrix=matrix, interpolation=interpolation.value, expand=expand, fill=fill)
 
 
-def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None):
-    """Affine transform keeping the centre fixed: rotation (clockwise degrees), translation, scale, shear."""
-    interpolation = _interp(interpolation)
+def _affine_args(angle, translate, scale, shear, center):
+    """TorchVision's checks of `affine`'s arguments: (angle, translate, shear as two values, center)."""
     if not isinstance(angle, (int, float)):
         raise TypeError("Argument angle should be int or float")
     if not isinstance(translate, (list, tuple)):
@@ -422,19 +421,22 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
         raise ValueError("Argument translate should be a sequence of length 2")
     if scale <= 0.0:
         raise ValueError("Argument scale should be positive")
-    if not isinstance(shear, (numbers.Number, (list, tuple))):
+    if not isinstance(shear, (numbers.Number, list, tuple)):
         raise TypeError("Shear should be either a single value or a sequence of two values")
-    angle = float(angle)
-    translate = list(translate)
-    if isinstance(shear, numbers.Number):
-        shear = [shear, 0.0]
-    shear = list(shear)
+    shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
     if len(shear) == 1:
         shear = [shear[0], shear[0]]
     if len(shear) != 2:
         raise ValueError(f"Shear should be a sequence containing two values. Got {shear}")
     if center is not None and not isinstance(center, (list, tuple)):
         raise TypeError("Argument center should be a sequence")
+    return float(angle), [float(t) for t in translate], shear, center
+
+
+def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None):
+    """Affine transform keeping the centre fixed: rotation (clockwise degrees), translation, scale, shear."""
+    interpolation = _interp(interpolation)
+    angle, translate, shear, center = _affine_args(angle, translate, scale, shear, center)
     _, height, width = get_dimensions(img)
     if not isinstance(img, Tensor):
         if center is None:

@@ -351,27 +351,6 @@ def _pad_boxes(inpt, padding, padding_mode="constant", **kwargs):
 
 # ---- affine and rotate ----
 
-def _affine_args(angle, translate, scale, shear, center):
-    if not isinstance(angle, (int, float)):
-        raise TypeError("Argument angle should be int or float")
-    if not isinstance(translate, (list, tuple)):
-        raise TypeError("Argument translate should be a sequence")
-    if len(translate) != 2:
-        raise ValueError("Argument translate should be a sequence of length 2")
-    if scale <= 0.0:
-        raise ValueError("Argument scale should be positive")
-    if not isinstance(shear, (numbers.Number, list, tuple)):
-        raise TypeError("Shear should be either a single value or a sequence of two values")
-    shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
-    if len(shear) == 1:
-        shear = [shear[0], shear[0]]
-    if len(shear) != 2:
-        raise ValueError(f"Shear should be a sequence containing two values. Got {shear}")
-    if center is not None and not isinstance(center, (list, tuple)):
-        raise TypeError("Argument center should be a sequence")
-    return float(angle), [float(t) for t in translate], shear, center
-
-
 def affine(inpt, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None):
     """Rotation (degrees, clockwise), translation, scale and shear about `center` (default: the middle)."""
     kernel = _get_kernel(affine, type(inpt))
@@ -382,7 +361,7 @@ def affine(inpt, angle, translate, scale, shear, interpolation=InterpolationMode
 @_register(affine, *IMAGE_TYPES, PILImage)
 def affine_image(image, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None,
                  center=None):
-    angle, translate, shear, center = _affine_args(angle, translate, scale, shear, center)
+    angle, translate, shear, center = F1._affine_args(angle, translate, scale, shear, center)
     return _grid_op(image, lambda img: F1.affine(img, angle, translate, scale, shear, _interp(interpolation),
                                                  fill=fill, center=center))
 
@@ -413,7 +392,7 @@ def _affine_boxes_with_expand(boxes, format, canvas_size, angle, translate, scal
     format = _parse_format(format)
     if boxes.numel() == 0:
         return boxes, tuple(canvas_size)
-    angle, translate, shear, center = _affine_args(angle, translate, scale, shear, center)
+    angle, translate, shear, center = F1._affine_args(angle, translate, scale, shear, center)
     height, width = canvas_size
     center = [width * 0.5, height * 0.5] if center is None else [float(c) for c in center]
     shape, in_dtype = boxes.shape, boxes.dtype
