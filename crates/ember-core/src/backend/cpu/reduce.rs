@@ -1,7 +1,7 @@
 //! The CPU kernels of the reductions (`ops::reduce` holds their semantics). The reduced dims
 //! are merged into runs (`Plan`); each output folds its runs with 8 independent accumulators,
 //! which is what lets float sums vectorise.
-use crate::dtype::{CFloat, CHalf, DType, Element};
+use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::backend::cpu::half::map::{self as half_map, Fold};
 use crate::backend::cpu::map::Ptr;
@@ -16,7 +16,7 @@ use half::{bf16, f16};
 /// `out` = `op` over the dims `mask` marks (`out` has the kept dims, in order, or keeps them as 1s).
 pub fn reduce(op: ReduceOp, x: &Tensor, mask: &[bool], out: &Tensor) -> Result<()> {
     if x.dtype().is_complex() {
-        return reduce_complex(op, x, mask, out);
+        return super::complex::reduce::reduce(op, x, mask, out);
     }
     let (d, out_dtype) = (x.dtype(), out.dtype());
     macro_rules! go {
@@ -57,23 +57,6 @@ pub fn reduce(op: ReduceOp, x: &Tensor, mask: &[bool], out: &Tensor) -> Result<(
         All => with_dtype!(d, T, go!(T, bool, bool, true, |v: T| v.is_nonzero(), |a: bool, b| a & b, |a, _| a)),
         Any => with_dtype!(d, T, go!(T, bool, bool, false, |v: T| v.is_nonzero(), |a: bool, b| a | b, |a, _| a)),
         CountNonzero => with_dtype!(d, T, go!(T, i64, i64, 0, |v: T| v.is_nonzero() as i64, |a: i64, b| a + b, |a, _| a)),
-    }
-}
-
-/// `prod` (complex32 widened to complex64 while it folds), `all`, `any` and `count_nonzero` of
-/// a complex tensor.
-fn reduce_complex(op: ReduceOp, x: &Tensor, mask: &[bool], out: &Tensor) -> Result<()> {
-    let d = x.dtype();
-    match (op, d) {
-        (ReduceOp::Prod, DType::C32) => {
-            let widen = |z: CHalf| CFloat::new(z.re.to_f32(), z.im.to_f32());
-            let narrow = |z: CFloat, _| CHalf::new(f16::from_f32(z.re), f16::from_f32(z.im));
-            fold::<CHalf, CFloat, CHalf>(x, mask, out, CFloat::one(), widen, |a, b| a * b, narrow, None)
-        }
-        (ReduceOp::Prod, _) => crate::with_complex!(d, T, fold::<T, T, T>(x, mask, out, T::one(), |v| v, |a, b| a * b, |a, _| a, None)),
-        (ReduceOp::All, _) => crate::with_complex!(d, T, fold::<T, bool, bool>(x, mask, out, true, |v| v.is_nonzero(), |a, b| a & b, |a, _| a, None)),
-        (ReduceOp::Any, _) => crate::with_complex!(d, T, fold::<T, bool, bool>(x, mask, out, false, |v| v.is_nonzero(), |a, b| a | b, |a, _| a, None)),
-        _ => crate::with_complex!(d, T, fold::<T, i64, i64>(x, mask, out, 0, |v| v.is_nonzero() as i64, |a, b| a + b, |a, _| a, None)),
     }
 }
 

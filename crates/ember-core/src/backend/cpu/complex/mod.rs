@@ -1,6 +1,7 @@
 //! Elementwise kernels on complex host memory. complex32 computes in complex64 and rounds once
 //! on the way out (as float16 computes in float32).
 pub mod binary;
+pub mod reduce;
 pub mod unary;
 
 use crate::dtype::{CFloat, CHalf};
