@@ -751,7 +751,7 @@ def test_functional_errors_and_kernel_registration():
         v2.Resize(4, interpolation="bilinear")
 
     class Heatmap(tv_tensors.TVTensor):
-        pass
+        """A user's tv_tensor type: no kernel until one is registered for it."""
 
     heat = Heatmap._wrap(ember.zeros(1, 4, 4))
     assert v2.RandomHorizontalFlip(1.0)(tv_tensors.Image(_img()), heat)[1] is heat  # no kernel: passes through

@@ -41,7 +41,7 @@ class TVTensor(Tensor):
         return out
 
     def _set_metadata(self):
-        pass
+        """Image, Video and Mask carry no metadata; BoundingBoxes keeps its format and canvas size."""
 
     def _metadata(self):
         return {}
