@@ -6,6 +6,7 @@ mod audio;
 mod autograd;
 mod complex;
 mod convert;
+mod cuda;
 mod dlpack;
 mod errors;
 mod index;
@@ -64,6 +65,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(d.name(), PyDType(d))?;
     }
     ops::register(m)?;
+    cuda::register(m)?;
     text::register(m)?;
     audio::register(m)?;
     arrow::register(m)?;

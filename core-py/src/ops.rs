@@ -376,25 +376,6 @@ fn _check_device(device: &str) -> PyResult<()> {
     ember_core::backend::of(Device::parse(device).py()?).py().map(|_| ())
 }
 
-/// Whether this build has the CUDA backend, and the CUDA major version it is for (0 if none).
-#[pyfunction]
-fn _cuda_build() -> (bool, u32) {
-    (ember_core::backend::cuda::BUILT, ember_core::backend::cuda::VERSION_MAJOR)
-}
-
-/// How many CUDA devices ops can run on: 0 where the driver or a GPU is missing.
-#[pyfunction]
-fn _cuda_device_count() -> usize {
-    ember_core::backend::cuda::device_count()
-}
-
-/// Hands the core the site-packages folders to look in for NVIDIA's library wheels, which it
-/// loads by path before its first CUDA call.
-#[pyfunction]
-fn _cuda_use_wheels(site_dirs: Vec<std::path::PathBuf>) {
-    ember_core::backend::cuda::use_wheels(&site_dirs)
-}
-
 #[pyfunction]
 #[pyo3(signature = (shape, low, high, dtype, generator=None, device="cpu"))]
 fn uniform(shape: &Bound<'_, PyAny>, low: f64, high: f64, dtype: PyDType, generator: Option<&PyGenerator>, device: &str) -> PyResult<PyTensor> {
@@ -470,9 +451,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(_parse_device, m)?)?;
     m.add_function(wrap_pyfunction!(_check_device, m)?)?;
-    m.add_function(wrap_pyfunction!(_cuda_build, m)?)?;
-    m.add_function(wrap_pyfunction!(_cuda_device_count, m)?)?;
-    m.add_function(wrap_pyfunction!(_cuda_use_wheels, m)?)?;
     m.add_function(wrap_pyfunction!(uniform, m)?)?;
     m.add_function(wrap_pyfunction!(normal, m)?)?;
     m.add_function(wrap_pyfunction!(randint, m)?)?;

@@ -19,6 +19,7 @@ use crate::tensor::Tensor;
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DriverError, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// CUDA device memory, freed in stream order when the last tensor using it goes.
@@ -30,13 +31,24 @@ pub struct CudaStorage {
     ptr: sys::CUdeviceptr,
     bytes: usize,
     index: usize,
+    /// The device's counters, which the free counts down.
+    stats: Arc<MemoryStats>,
 }
 
 impl Drop for CudaStorage {
     /// The last tensor may go on any thread: the free needs the device's context there.
     fn drop(&mut self) {
         let _ = self.memory.context().bind_to_thread();
+        self.stats.allocated.fetch_sub(self.memory.len(), Ordering::Relaxed);
     }
+}
+
+/// Bytes the device's tensors hold now, and the most they have held since the last reset
+/// (`ember.cuda.memory_allocated` / `max_memory_allocated`).
+#[derive(Default)]
+pub struct MemoryStats {
+    pub(super) allocated: AtomicUsize,
+    pub(super) peak: AtomicUsize,
 }
 
 impl CudaStorage {
@@ -51,15 +63,18 @@ impl CudaStorage {
 }
 
 pub struct Cuda {
-    index: usize,
-    ctx: Arc<CudaContext>,
+    pub(super) index: usize,
+    pub(super) ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    pub(super) stats: Arc<MemoryStats>,
     /// Compute capability as NVRTC names it: 90 for `sm_90`.
     arch: u32,
     sm_count: u32,
     /// Loaded modules by family name, and functions by kernel name.
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
+    /// The cuBLAS handle, made on the first matrix product.
+    pub(super) blas: OnceLock<Result<cudarc::cublas::CudaBlas>>,
 }
 
 /// A CUDA error as a RuntimeError naming the call and CUDA's own name and message for it.
@@ -101,6 +116,11 @@ pub fn device_count() -> usize {
 
 /// The backend of `cuda:<index>`, created on first use.
 pub fn backend(index: usize) -> Result<&'static dyn Backend> {
+    Ok(device(index)?)
+}
+
+/// The device `cuda:<index>`, set up on first use.
+pub(super) fn device(index: usize) -> Result<&'static Cuda> {
     static DEVICES: OnceLock<Vec<OnceLock<Result<Cuda>>>> = OnceLock::new();
     let count = match probe_devices() {
         Ok(0) => bail!(Runtime, "device cuda:{index} is not available: No CUDA GPUs are available"),
@@ -126,19 +146,23 @@ impl Cuda {
         let sm_count = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| cuda_error("cuDeviceGetAttribute", e))?;
-        Ok(Cuda {
+        let cuda = Cuda {
             index,
             ctx,
             stream,
+            stats: Arc::default(),
             arch: (major * 10 + minor) as u32,
             sm_count: sm_count.max(1) as u32,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
-        })
+            blas: OnceLock::new(),
+        };
+        super::runtime::keep_freed_memory(&cuda)?;
+        Ok(cuda)
     }
 
     /// Makes the device's context current on the calling thread (ops run on any thread).
-    fn enter(&self) -> Result<()> {
+    pub(super) fn enter(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(|e| cuda_error("cuCtxSetCurrent", e))
     }
 
@@ -163,6 +187,11 @@ impl Cuda {
         let module = self.ctx.load_module(Ptx::from_binary(cubin)).map_err(|e| cuda_error("cuModuleLoadData", e))?;
         modules.insert(family.name, module.clone());
         Ok(module)
+    }
+
+    /// Streaming multiprocessors.
+    pub(super) fn sm_count(&self) -> u32 {
+        self.sm_count
     }
 
     pub(super) fn stream(&self) -> &Arc<CudaStream> {
@@ -229,7 +258,9 @@ impl Backend for Cuda {
             _ => cuda_error("cuMemAllocAsync", e),
         })?;
         let ptr = memory.device_ptr(&self.stream).0;
-        Ok(Storage::Cuda(CudaStorage { memory, ptr, bytes, index: self.index }))
+        let held = self.stats.allocated.fetch_add(len, Ordering::Relaxed) + len;
+        self.stats.peak.fetch_max(held, Ordering::Relaxed);
+        Ok(Storage::Cuda(CudaStorage { memory, ptr, bytes, index: self.index, stats: self.stats.clone() }))
     }
 
     fn upload(&self, host: &Tensor, dst: &Tensor) -> Result<()> {
@@ -272,5 +303,9 @@ impl Backend for Cuda {
 
     fn where_(&self, cond: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         super::where_::run(self, cond, a, b, out)
+    }
+
+    fn bmm(&self, a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) -> Result<()> {
+        super::blas::bmm(self, a, b, out, accumulate)
     }
 }

@@ -20,6 +20,8 @@ pub enum Lib {
     Driver,
     /// The runtime compiler (`libnvrtc`), from the `nvidia-cuda-nvrtc` wheel or a CUDA toolkit.
     Nvrtc,
+    /// The BLAS (`libcublas`), from the `nvidia-cublas` wheel or a CUDA toolkit.
+    Cublas,
 }
 
 impl Lib {
@@ -28,6 +30,7 @@ impl Lib {
         match self {
             Lib::Driver => "cuda",
             Lib::Nvrtc => "nvrtc",
+            Lib::Cublas => "cublas",
         }
     }
 
@@ -35,14 +38,15 @@ impl Lib {
         match self {
             Lib::Driver => "the CUDA driver library (libcuda)",
             Lib::Nvrtc => "NVRTC, CUDA's runtime compiler (libnvrtc)",
+            Lib::Cublas => "cuBLAS (libcublas)",
         }
     }
 
     fn what_to_install(self) -> String {
         match self {
             Lib::Driver => "Is an NVIDIA driver installed? (libcuda.so.1 comes with it)".into(),
-            Lib::Nvrtc => format!(
-                "Install NVIDIA's NVRTC wheel with `pip install ember[cuda{major}]`, or put a CUDA {major} toolkit's lib folder on LD_LIBRARY_PATH",
+            Lib::Nvrtc | Lib::Cublas => format!(
+                "Install NVIDIA's wheels with `pip install ember[cuda{major}]`, or put a CUDA {major} toolkit's lib folder on LD_LIBRARY_PATH",
                 major = super::VERSION_MAJOR
             ),
         }
@@ -51,29 +55,44 @@ impl Lib {
 
 static PRELOAD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Where NVIDIA's pip wheels for this build's CUDA version put NVRTC, under site-packages.
-const WHEEL_DIR: &str = if super::VERSION_MAJOR == 12 { "nvidia/cuda_nvrtc/lib" } else { "nvidia/cu13/lib" };
+/// Where NVIDIA's pip wheels for this build's CUDA version put each library (under
+/// site-packages), and the file-name prefixes to load from there, in loading order: NVRTC's
+/// builtins before NVRTC (which looks them up when it compiles, not when it loads), cuBLASLt
+/// before cuBLAS (which needs it).
+fn wheel_folders() -> [(&'static str, &'static [&'static str]); 2] {
+    if super::VERSION_MAJOR == 12 {
+        [("nvidia/cuda_nvrtc/lib", &["libnvrtc-builtins", "libnvrtc"]), ("nvidia/cublas/lib", &["libcublasLt", "libcublas"])]
+    } else {
+        [("nvidia/cu13/lib", &["libnvrtc-builtins", "libnvrtc"]), ("nvidia/cu13/lib", &["libcublasLt", "libcublas"])]
+    }
+}
 
-/// The wheels' NVRTC libraries found under any of `site_dirs` (the first that has them), to be
-/// loaded by path: `libnvrtc` and the builtins library it loads by name when compiling.
+/// The wheels' libraries found under `site_dirs` (site-packages folders; for each library the
+/// first that has it), to be loaded by path in this order.
 pub fn wheel_libraries(site_dirs: &[PathBuf]) -> Vec<PathBuf> {
-    for dir in site_dirs.iter().map(|d| d.join(WHEEL_DIR)) {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                // `.alt.` builds are NVIDIA's variant for other C++ ABIs, not what cudarc binds.
-                name.starts_with("libnvrtc") && name.contains(".so") && !name.contains(".alt.")
-            })
-            .collect();
-        if !found.is_empty() {
-            // The builtins first: libnvrtc looks them up when it compiles, not when it loads.
-            found.sort_by_key(|p| !p.to_string_lossy().contains("builtins"));
-            return found;
+    let mut found = Vec::new();
+    for (folder, prefixes) in wheel_folders() {
+        for dir in site_dirs.iter().map(|d| d.join(folder)) {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            let mut here = Vec::new();
+            for prefix in prefixes.iter() {
+                here.extend(files.iter().filter(|p| is_library(p, prefix)).cloned());
+            }
+            if !here.is_empty() {
+                found.extend(here);
+                break;
+            }
         }
     }
-    Vec::new()
+    found
+}
+
+/// Whether `path` is the shared library `prefix` names: `libcublas.so.13` for "libcublas",
+/// not `libcublasLt.so.13`, nor NVIDIA's `.alt.` builds for other C++ ABIs.
+fn is_library(path: &std::path::Path, prefix: &str) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.strip_prefix(prefix).is_some_and(|rest| rest.starts_with(".so")) && !name.contains(".alt.")
 }
 
 /// Libraries (full paths, from pip wheels) to load before the first CUDA call; set by the
@@ -82,24 +101,28 @@ pub fn set_preload(paths: Vec<PathBuf>) {
     *PRELOAD.lock().unwrap_or_else(|e| e.into_inner()) = paths;
 }
 
-/// Loads the preload list once, keeping each library loaded for the life of the process.
-fn preload() -> &'static std::result::Result<(), String> {
-    static DONE: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    DONE.get_or_init(|| {
+/// Loads the preload list once, keeping each library loaded for the life of the process; the
+/// answer says which could not be loaded (one library's failure is only its own).
+fn preload() -> &'static str {
+    static FAILED: OnceLock<String> = OnceLock::new();
+    FAILED.get_or_init(|| {
+        let mut failed = String::new();
         for path in PRELOAD.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("could not load {}: {e}", path.display()))?;
-            std::mem::forget(lib);
+            match unsafe { libloading::Library::new(path) } {
+                Ok(lib) => std::mem::forget(lib),
+                Err(e) => failed += &format!(" (could not load {}: {e})", path.display()),
+            }
         }
-        Ok(())
+        failed
     })
 }
 
 /// Refuses with a RuntimeError unless `lib` can be loaded under one of the names cudarc will
 /// try (its own lookup would panic).
 pub fn require(lib: Lib) -> Result<()> {
-    static FOUND: [OnceLock<std::result::Result<(), String>>; 2] = [OnceLock::new(), OnceLock::new()];
+    static FOUND: [OnceLock<std::result::Result<(), String>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
     let found = FOUND[lib as usize].get_or_init(|| {
-        preload().clone()?;
+        let failed_preloads = preload();
         let names = cudarc::get_lib_name_candidates(lib.stem());
         let mut last_error = String::new();
         for name in &names {
@@ -109,7 +132,7 @@ pub fn require(lib: Lib) -> Result<()> {
             }
         }
         let (first, last) = (names.first().cloned().unwrap_or_default(), names.last().cloned().unwrap_or_default());
-        Err(format!("none of the {} names cudarc looks for ({first} ... {last}) loads: {last_error}", names.len()))
+        Err(format!("none of the {} names cudarc looks for ({first} ... {last}) loads: {last_error}{failed_preloads}", names.len()))
     });
     match found {
         Ok(()) => Ok(()),

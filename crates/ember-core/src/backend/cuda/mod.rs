@@ -11,6 +11,8 @@
 #[cfg(feature = "cuda")]
 mod binary;
 #[cfg(feature = "cuda")]
+mod blas;
+#[cfg(feature = "cuda")]
 mod copy;
 #[cfg(feature = "cuda")]
 mod device;
@@ -20,6 +22,8 @@ mod fill;
 pub mod libs;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+#[cfg(feature = "cuda")]
+pub mod runtime;
 #[cfg(feature = "cuda")]
 mod strided;
 #[cfg(feature = "cuda")]
@@ -68,6 +72,21 @@ pub struct Family {
 #[cfg(feature = "cuda")]
 pub const FAMILIES: [Family; 5] = [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY];
 
+/// `get_device_properties`: what a script reads of a device.
+#[derive(Clone, Debug)]
+pub struct Properties {
+    /// The marketing name, "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Compute capability.
+    pub major: u32,
+    /// Compute capability's minor number.
+    pub minor: u32,
+    /// Device memory in bytes.
+    pub total_memory: usize,
+    /// Streaming multiprocessors.
+    pub multi_processor_count: u32,
+}
+
 #[cfg(not(feature = "cuda"))]
 mod not_built {
     use crate::backend::Backend;
@@ -89,15 +108,70 @@ mod not_built {
         }
     }
 
+    /// Refuses: no CUDA in this build.
     pub fn backend(index: usize) -> Result<&'static dyn Backend> {
         bail!(Runtime, "device cuda:{index} is not available: this build of Ember has no CUDA backend")
     }
 
+    /// No devices without CUDA.
     pub fn device_count() -> usize {
         0
     }
 
+    /// Nothing to load without CUDA.
     pub fn use_wheels(_: &[std::path::PathBuf]) {}
+
+    /// `runtime`'s answers in a build without CUDA: each refuses as `backend` does.
+    pub mod runtime {
+        use super::super::Properties;
+        use super::backend;
+        use crate::error::Result;
+
+        /// Refuses: no CUDA in this build.
+        pub fn synchronize(index: usize) -> Result<()> {
+            backend(index).map(|_| ())
+        }
+        /// Refuses: no CUDA in this build.
+        pub fn memory_stats(index: usize) -> Result<(usize, usize, usize)> {
+            backend(index).map(|_| (0, 0, 0))
+        }
+        /// Refuses: no CUDA in this build.
+        pub fn reset_peak_memory_stats(index: usize) -> Result<()> {
+            backend(index).map(|_| ())
+        }
+        /// Refuses: no CUDA in this build.
+        pub fn empty_cache(index: usize) -> Result<()> {
+            backend(index).map(|_| ())
+        }
+        /// Refuses: no CUDA in this build.
+        pub fn properties(index: usize) -> Result<Properties> {
+            backend(index).and_then(|_| unreachable!())
+        }
+        /// A timing event: uninhabited without CUDA.
+        pub enum Event {}
+        impl Event {
+            /// Refuses: no CUDA in this build.
+            pub fn new(index: usize, _timing: bool) -> Result<Event> {
+                backend(index).and_then(|_| unreachable!())
+            }
+            /// Never called: no event exists.
+            pub fn record(&self) -> Result<()> {
+                match *self {}
+            }
+            /// Never called: no event exists.
+            pub fn synchronize(&self) -> Result<()> {
+                match *self {}
+            }
+            /// Never called: no event exists.
+            pub fn query(&self) -> Result<bool> {
+                match *self {}
+            }
+            /// Never called: no event exists.
+            pub fn elapsed_time(&self, _end: &Event) -> Result<f32> {
+                match *self {}
+            }
+        }
+    }
 }
 #[cfg(not(feature = "cuda"))]
-pub use not_built::{backend, device_count, use_wheels, CudaStorage};
+pub use not_built::{backend, device_count, runtime, use_wheels, CudaStorage};
