@@ -8,7 +8,7 @@ STAMPS := .stamps
 
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: demo test build wheels bench parity fuzz clean
+.PHONY: demo test build wheels gpu-wheel bench parity fuzz clean
 
 demo: build
 	$(PY) examples/tour.py
@@ -51,6 +51,13 @@ wheels: $(STAMPS)/deps $(STAMPS)/wheel-deps
 	$(VENV)/bin/auditwheel show dist/ember-*.whl
 	@ls -l dist
 	EMBER_WHEEL_DIR=$(abspath dist) $(PY) -m pytest -q tests/wheels
+
+# The abi3 wheel with the CUDA backend that benches/gpu.sh installs on a GPU machine (.gpu/ is
+# git-ignored: the device tool carries it there).
+gpu-wheel: $(STAMPS)/deps $(STAMPS)/wheel-deps
+	rm -rf .gpu && mkdir -p .gpu
+	PATH=$(abspath $(VENV))/bin:$$PATH CARGO_TARGET_DIR=$(WHEELS_TARGET) $(VENV)/bin/maturin build -q --release \
+	  --features pyo3/abi3-py311 --zig --compatibility manylinux_2_28 -m core-py/Cargo.toml -o .gpu
 
 $(STAMPS)/wheel-deps: requirements-wheels.txt | $(PY)
 	$(PIP) install -r requirements-wheels.txt

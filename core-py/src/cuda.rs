@@ -23,6 +23,17 @@ fn _cuda_use_wheels(site_dirs: Vec<std::path::PathBuf>) {
     cuda::use_wheels(&site_dirs)
 }
 
+/// The CUDA device `"cuda"` means, and the setter (`current_device` / `set_device`).
+#[pyfunction]
+fn _cuda_current_device() -> usize {
+    ember_core::device::current_cuda()
+}
+
+#[pyfunction]
+fn _cuda_set_device(index: usize) -> PyResult<()> {
+    ember_core::device::set_current_cuda(index).py()
+}
+
 #[pyfunction]
 fn _cuda_synchronize(index: usize) -> PyResult<()> {
     runtime::synchronize(index).py()
@@ -79,6 +90,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cuda_build, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_use_wheels, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_current_device, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_set_device, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_reset_peak_memory_stats, m)?)?;

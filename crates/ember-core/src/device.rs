@@ -44,7 +44,8 @@ impl Device {
     /// The device a string names (the index defaults to 0).
     pub fn parse(s: &str) -> Result<Device> {
         let (kind, index) = Self::parse_spec(s)?;
-        Ok(Self::new(kind, index.unwrap_or(0)))
+        let current = if kind == "cuda" { current_cuda() } else { 0 };
+        Ok(Self::new(kind, index.unwrap_or(current)))
     }
 
     /// The device of a type name `parse_spec` returned.
@@ -92,4 +93,19 @@ mod tests {
         }
         assert!(Device::parse("gpu").unwrap_err().message.starts_with("Expected one of cpu, cuda, mps, privateuseone"));
     }
+}
+
+static CURRENT_CUDA: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The CUDA device a `"cuda"` with no index means (`torch.cuda.current_device()`).
+pub fn current_cuda() -> usize {
+    CURRENT_CUDA.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Makes `cuda:<index>` the device `"cuda"` means (`torch.cuda.set_device`), once it is known
+/// to exist.
+pub fn set_current_cuda(index: usize) -> Result<()> {
+    crate::backend::of(Device::Cuda(index))?;
+    CURRENT_CUDA.store(index, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
 }
