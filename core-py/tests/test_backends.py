@@ -39,12 +39,20 @@ def test_flags_restored_when_the_block_raises():
     assert ember.backends.mkldnn.enabled is True
 
 
-def test_libraries_ember_does_not_use_report_unavailable():
+def test_libraries_missing_here_report_unavailable():
     b = ember.backends
-    assert not b.cudnn.is_available() and b.cudnn.version() is None
+    assert not b.cudnn.is_available() and b.cudnn.version() is None  # no cuDNN wheel in the test venv
     assert not b.mps.is_available() and not b.mps.is_built()
     assert b.cuda.is_built()  # CUDA support is in the default build, GPU or not
     assert not b.mkldnn.is_available() and not b.mkl.is_available() and not b.openmp.is_available()
+
+
+def test_cudnn_allow_tf32_is_a_flag_the_core_keeps():
+    cudnn = ember.backends.cudnn
+    assert cudnn.allow_tf32 is True
+    with cudnn.flags(allow_tf32=False):
+        assert cudnn.allow_tf32 is False
+    assert cudnn.allow_tf32 is True
 
 
 def test_import_as_torch_scripts_do():
