@@ -244,3 +244,111 @@ def test_training_loop_under_autocast_converges():
     assert model.weight.dtype == F32
     assert losses[-1] < 0.02 * losses[0]
     np.testing.assert_allclose(model.weight.detach().numpy(), [[1.0, -2.0, 0.5]], atol=0.05)
+
+
+# ---- per-device state, and the CUDA policy (its casts checked on CPU tensors standing in for CUDA ones) ----
+
+@pytest.fixture
+def cuda_region():
+    """A "cuda" autocast region switched on with the low-level setter, which (as PyTorch's)
+    does not ask whether a GPU exists; restored afterwards."""
+    ember.set_autocast_enabled("cuda", True)
+    try:
+        yield
+    finally:
+        ember.set_autocast_enabled("cuda", False)
+        ember.set_autocast_dtype("cuda", ember.float16)
+
+
+def test_state_is_per_device_type():
+    assert ember.get_autocast_dtype("cpu") == BF16 and ember.get_autocast_dtype("cuda") == ember.float16
+    assert ember.get_autocast_gpu_dtype() == ember.float16
+    assert ember.amp.is_autocast_available("cpu") and ember.amp.is_autocast_available("cuda")
+    assert not ember.amp.is_autocast_available("xpu")
+    with ember.autocast("cpu"):
+        assert ember.is_autocast_enabled("cpu") and not ember.is_autocast_enabled("cuda")
+        assert not ember.is_autocast_enabled()  # no argument: CUDA's flag
+    ember.set_autocast_dtype("cpu", ember.float16)
+    try:
+        assert ember.get_autocast_dtype("cuda") == ember.float16
+        with ember.autocast("cpu"):  # dtype=None takes the device type's current dtype, as PyTorch
+            assert ember.mm(f(2, 2), f(2, 2)).dtype == ember.float16
+    finally:
+        ember.set_autocast_dtype("cpu", BF16)
+    ember.set_autocast_enabled(True)  # PyTorch's one-argument form is CUDA's
+    try:
+        assert ember.is_autocast_enabled() and ember.is_autocast_enabled("cuda") and not ember.is_autocast_cpu_enabled()
+    finally:
+        ember.set_autocast_enabled(False)
+    assert not ember.is_autocast_enabled()
+
+
+def test_cuda_autocast_and_grad_scaler_disable_themselves_without_cuda():
+    if ember.cuda.is_available():
+        pytest.skip("this machine has CUDA (tests/test_cuda_amp.py covers it)")
+    for dtype in (None, BF16):  # no bfloat16 check either: there is no device to ask
+        with pytest.warns(UserWarning, match="User provided device_type of 'cuda', but CUDA is not available. Disabling"):
+            ctx = ember.autocast("cuda", dtype=dtype)
+        with ctx:
+            assert not ember.is_autocast_enabled("cuda")
+            assert ember.mm(f(2, 2), f(2, 2)).dtype == F32
+    with pytest.warns(FutureWarning, match="deprecated"), pytest.warns(UserWarning, match="CUDA is not available"):
+        ctx = ember.cuda.amp.autocast()
+    assert ctx.fast_dtype == ember.float16 and not ctx._enabled
+    for make in (lambda: ember.amp.GradScaler("cuda"), ember.cuda.amp.GradScaler):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            scaler = make()
+        assert any("CUDA is not available.  Disabling." in str(w.message) for w in caught)
+        assert not scaler.is_enabled()
+
+
+def test_a_cuda_region_leaves_cpu_tensors_alone(cuda_region):
+    assert ember.is_autocast_enabled("cuda") and not ember.is_autocast_enabled("cpu")
+    assert ember.mm(f(2, 2), f(2, 2)).dtype == F32
+    assert F.linear(f(2, 3), f(4, 3)).dtype == F32
+    assert F.softmax(b(2, 3), -1).dtype == BF16
+    assert b(3).sum().dtype == BF16
+    assert ember.exp(b(3)).dtype == BF16
+    F.binary_cross_entropy(ember.rand(3), ember.rand(3))  # banned on CUDA tensors only
+    with ember.autocast("cpu"):  # both regions: each casts its own device type's tensors
+        assert ember.mm(f(2, 2), f(2, 2)).dtype == BF16
+        assert F.softmax(b(2, 3), -1).dtype == BF16
+
+
+@pytest.fixture
+def cpu_as_cuda(monkeypatch, cuda_region):
+    """CPU tensors count as CUDA tensors for the "cuda" policy: its casts, checked here."""
+    from ember.amp import _policy
+    real = _policy._eligible
+    monkeypatch.setattr(_policy, "_eligible", lambda t, device_type: real(t, "cpu"))
+
+
+def test_cuda_policy(cpu_as_cuda):
+    H = ember.float16
+    h = lambda *shape: ember.randn(*shape).half()  # noqa: E731
+    assert F.linear(f(2, 3), f(4, 3), f(4)).dtype == H
+    assert ember.matmul(f(2, 3), f(3, 2)).dtype == H and (f(2, 3) @ f(3, 2)).dtype == H
+    assert ember.nn.Linear(3, 2)(f(4, 3)).dtype == H
+    assert ember.nn.Conv2d(2, 3, 3)(f(1, 2, 5, 5)).dtype == H
+    for out in (F.softmax(h(2, 3), -1), F.log_softmax(h(2, 3), 1), h(2, 3).softmax(-1), F.layer_norm(h(2, 3), (3,)),
+                ember.nn.LayerNorm(3)(h(2, 3)), F.cross_entropy(h(3, 4), ember.tensor([0, 1, 2])),
+                F.mse_loss(h(3), h(3)), ember.exp(h(3)), h(3).log(), h(3) ** 2, h(3).sum(), ember.cumsum(h(3), 0),
+                ember.logsumexp(h(2, 3), 1), ember.norm(h(3))):
+        assert out.dtype == F32
+    assert F.softmax(h(2, 3), -1, dtype=H).dtype == H  # an explicit dtype is kept
+    assert ember.cat([h(2), f(2)]).dtype == F32 and ember.stack([h(2), h(2)]).dtype == H
+    assert F.relu(h(2)).dtype == H and (h(2) + h(2)).dtype == H  # outside the policy
+    assert ember.mm(f(2, 2).double(), f(2, 2).double()).dtype == F64
+    ember.set_autocast_dtype("cuda", BF16)
+    assert F.linear(f(2, 3), f(4, 3)).dtype == BF16
+
+
+def test_cuda_policy_gradients_reach_float32_parameters(cpu_as_cuda):
+    model = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.ReLU(), ember.nn.Linear(8, 3))
+    out = model(f(5, 4))
+    assert out.dtype == ember.float16
+    loss = F.cross_entropy(out, ember.tensor([0, 1, 2, 0, 1]))
+    assert loss.dtype == F32
+    loss.backward()
+    assert all(p.grad is not None and p.grad.dtype == F32 for p in model.parameters())

@@ -127,7 +127,7 @@ from ember import amp, cpu, cuda  # noqa: E402,F401
 from ember.amp import autocast  # noqa: E402,F401
 from ember.amp.autocast_mode import (  # noqa: E402,F401  (PyTorch's autocast state functions)
     autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,
-    get_autocast_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
-    set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_dtype,
-    set_autocast_enabled,
+    get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+    is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+    set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype,
 )

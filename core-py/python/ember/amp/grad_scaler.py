@@ -28,7 +28,7 @@ class GradScaler:
                  enabled=True):
         self._device = device
         self._enabled = enabled
-        if device == "cuda" and enabled:  # Ember has no CUDA: as PyTorch on a machine without one
+        if device == "cuda" and enabled and not ember.cuda.is_available():
             warnings.warn("ember.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.", stacklevel=2)
             self._enabled = False
         if self._enabled:
@@ -53,27 +53,29 @@ class GradScaler:
             raise AssertionError(f"Attempted {funcname} but _growth_tracker is None.  " + fix)
         return self._scale, self._growth_tracker
 
-    def _lazy_init_scale_growth_tracker(self):
-        self._scale = ember.full((), self._init_scale, dtype=_C.float32)
-        self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=_C.int32)
+    def _lazy_init_scale_growth_tracker(self, device):
+        self._scale = ember.full((), self._init_scale, dtype=_C.float32, device=device)
+        self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=_C.int32, device=device)
 
     def scale(self, outputs):
-        """`outputs` (a tensor, or tensors nested in lists, tuples and other iterables) times the scale."""
+        """`outputs` (a tensor, or tensors nested in lists, tuples and other iterables) times the
+        scale, which lives on the device of the first tensor scaled."""
         if not self._enabled:
             return outputs
         if isinstance(outputs, _C.Tensor):
             if self._scale is None:
-                self._lazy_init_scale_growth_tracker()
-            return outputs * self._scale
+                self._lazy_init_scale_growth_tracker(outputs.device)
+            return outputs * ember._device.move(self._scale, outputs.device)
         if isinstance(outputs, abc.Iterable):
             scaled = map(self.scale, outputs)
             return type(outputs)(scaled) if isinstance(outputs, (list, tuple)) else scaled
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
 
     def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16):
-        """Multiplies every gradient by inv_scale in place, setting found_inf to 1 if any held
-        an inf or NaN; returns found_inf by the gradients' device (empty without gradients)."""
-        per_device = {}
+        """Multiplies every gradient by inv_scale in place and records on each gradient's device
+        whether any of them held an inf or NaN (1.0 in that device's copy of found_inf), with
+        no host sync; returns found_inf by device (empty without gradients)."""
+        grads_by_device = defaultdict(list)
         with ember.no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
@@ -82,11 +84,12 @@ class GradScaler:
                         continue
                     if not allow_fp16 and grad.dtype == _C.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    if not bool(ember.isfinite(grad).all()):
-                        found_inf.fill_(1.0)
-                    grad.mul_(inv_scale)
-                    per_device[grad.device] = found_inf
-        return per_device
+                    grads_by_device[grad.device].append(grad)
+            found_inf_per_device = {}
+            for device, grads in grads_by_device.items():
+                found_inf_per_device[device] = ember._device.move(found_inf, device)
+                _check_finite_and_unscale_(grads, found_inf_per_device[device], ember._device.move(inv_scale, device))
+        return found_inf_per_device
 
     def unscale_(self, optimizer):
         """Divides the optimizer's gradients by the scale (once per update(); step() calls it
@@ -99,9 +102,9 @@ class GradScaler:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         if optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        # the reciprocal in double, then rounded to float32, as PyTorch computes it
-        inv_scale = ember.full((), 1.0 / self._scale.item(), dtype=_C.float32)
-        found_inf = ember.full((), 0.0, dtype=_C.float32)
+        # the reciprocal in double, then rounded to float32, as PyTorch computes it (on the device)
+        inv_scale = self._scale.double().reciprocal().float()
+        found_inf = ember.full((), 0.0, dtype=_C.float32, device=self._scale.device)
         optimizer_state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, found_inf, False)
         optimizer_state["stage"] = OptState.UNSCALED
 
@@ -121,6 +124,7 @@ class GradScaler:
         if len(optimizer_state["found_inf_per_device"]) == 0:
             raise AssertionError("No inf checks were recorded for this optimizer.")
         result = None
+        # the one host sync of the iteration: whether to step
         if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
             result = optimizer.step(*args, **kwargs)
         optimizer_state["stage"] = OptState.STEPPED
@@ -135,12 +139,15 @@ class GradScaler:
         if new_scale is not None:
             self._set_scale(new_scale)
         else:
-            found_infs = [found_inf for state in self._per_optimizer_states.values()
+            found_infs = [ember._device.move(found_inf, scale.device) for state in self._per_optimizer_states.values()
                           for found_inf in state["found_inf_per_device"].values()]
             if len(found_infs) == 0:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            _update_scale(scale, growth_tracker, sum(f.item() for f in found_infs), self._growth_factor,
-                          self._backoff_factor, self._growth_interval)
+            found_inf_combined = found_infs[0]
+            for found_inf in found_infs[1:]:
+                found_inf_combined = found_inf_combined + found_inf
+            _update_scale_(scale, growth_tracker, found_inf_combined, self._growth_factor, self._backoff_factor,
+                           self._growth_interval)
         self._per_optimizer_states = defaultdict(_fresh_optimizer_state)
 
     def _set_scale(self, new_scale):
@@ -223,18 +230,27 @@ class GradScaler:
         self.__dict__.update(state)
 
 
-def _update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
-    """PyTorch's `_amp_update_scale_`: products taken in double and stored in float32; a grown
-    scale that would overflow float32 is not taken (the tracker still restarts)."""
-    if found_inf:
-        scale.fill_(scale.item() * backoff_factor)
-        growth_tracker.fill_(0)
-        return
-    successful = growth_tracker.item() + 1
-    if successful != growth_interval:
-        growth_tracker.fill_(successful)
-        return
-    grown = ember.full((), scale.item() * growth_factor, dtype=_C.float32)
-    if bool(ember.isfinite(grown)):
-        scale.copy_(grown)
-    growth_tracker.fill_(0)
+def _check_finite_and_unscale_(grads, found_inf, inv_scale):
+    """PyTorch's `_amp_foreach_non_finite_check_and_unscale_`, in ops on the gradients' device:
+    found_inf becomes 1.0 if any gradient holds an inf or NaN, and every gradient is multiplied
+    by inv_scale in place."""
+    all_finite = ember.stack([ember.isfinite(g).all() for g in grads]).all()
+    found_inf.copy_(ember.where(all_finite, found_inf, 1.0))
+    for g in grads:
+        g.mul_(inv_scale)
+
+
+def _update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
+    """PyTorch's `_amp_update_scale_`, in ops on the scale's device (no host sync): backed off
+    after an overflow (found_inf nonzero), grown after growth_interval clean steps; products
+    taken in float64 and stored in float32; a grown scale that would overflow float32 is not
+    taken (the tracker still restarts)."""
+    overflow = found_inf != 0
+    successful = growth_tracker + 1
+    grow = (successful == growth_interval) & ~overflow
+    wide = scale.double()
+    grown = (wide * growth_factor).float()
+    backed_off = (wide * backoff_factor).float()
+    kept_or_grown = ember.where(grow & ember.isfinite(grown), grown, scale)
+    scale.copy_(ember.where(overflow, backed_off, kept_or_grown))
+    growth_tracker.copy_(ember.where(overflow | grow, 0, successful))

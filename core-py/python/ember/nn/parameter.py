@@ -44,8 +44,10 @@ class _UninitializedTensorMixin:
     cls_to_become = None
 
     def materialize(self, shape, device=None, dtype=None):
-        ember._device.check(device)
-        self.data = ember.empty(tuple(shape), dtype=dtype if dtype is not None else self.dtype)
+        """Gives the placeholder `shape` (uninitialised memory), on `device` (default: where the
+        placeholder is) in `dtype` (default: its dtype)."""
+        device = self.device if device is None else ember._device.check(device)
+        self.data = ember.empty(tuple(shape), dtype=dtype if dtype is not None else self.dtype, device=device)
         self.__class__ = self.cls_to_become
 
     @property

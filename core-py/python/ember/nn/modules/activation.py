@@ -2,7 +2,7 @@
 import ember
 from ember.nn import functional as F
 from ember.nn import init
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import Module, _place
 from ember.nn.parameter import Parameter
 
 __all__ = [
@@ -204,6 +204,7 @@ class PReLU(Module):
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(ember.empty(num_parameters, dtype=dtype))
         self.reset_parameters()
+        _place(self, device)
 
     def reset_parameters(self):
         init.constant_(self.weight, self.init)

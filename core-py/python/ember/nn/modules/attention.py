@@ -6,7 +6,7 @@ import ember
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.modules.linear import Linear
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import Module, _place
 from ember.nn.parameter import Parameter
 
 __all__ = ["MultiheadAttention"]
@@ -64,6 +64,7 @@ class MultiheadAttention(Module):
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
+        _place(self, device)
 
     def _reset_parameters(self):
         if self._qkv_same_embed_dim:

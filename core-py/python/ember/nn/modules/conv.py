@@ -6,7 +6,7 @@ import ember
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.modules.lazy import LazyModuleMixin
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import Module, _place
 from ember.nn.parameter import Parameter, UninitializedParameter
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d",
@@ -43,6 +43,7 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+        _place(self, device)
 
     @staticmethod
     def _check(in_channels, out_channels, groups, padding, stride, padding_mode, n):
@@ -110,6 +111,7 @@ class _Conv(_ConvNd):
                  padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias,
                          padding_mode, device, dtype)
+        _place(self, device)
 
     def _conv_forward(self, input, weight, bias):
         conv = type(self)._functional
@@ -148,6 +150,7 @@ class _ConvTranspose(_ConvNd):
             raise ValueError(f"{type(self).__name__} does not support string padding")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, True, output_padding,
                          groups, bias, padding_mode, device, dtype)
+        _place(self, device)
 
     def _output_padding(self, input, output_size):
         """The output_padding that makes the output `output_size` (which must be reachable)."""
@@ -229,6 +232,7 @@ class _LazyConv(_LazyConvMixin):
                  padding_mode="zeros", device=None, dtype=None):
         super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
         self._make_lazy(out_channels, bias, dtype)
+        _place(self, device)
 
 
 class _LazyConvTranspose(_LazyConvMixin):
@@ -237,6 +241,7 @@ class _LazyConvTranspose(_LazyConvMixin):
         super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
                          device, dtype)
         self._make_lazy(out_channels, bias, dtype)
+        _place(self, device)
 
 
 class LazyConv1d(_LazyConv, Conv1d):

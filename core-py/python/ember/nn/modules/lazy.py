@@ -4,6 +4,7 @@ first forward the parameters are `UninitializedParameter`s; that call runs
 into Linear, ...). A state_dict with real tensors materializes them on loading."""
 import itertools
 
+from ember.nn.modules.module import _place
 from ember.nn.parameter import _MaterializedBuffer, is_lazy
 
 __all__ = ["LazyModuleMixin"]
@@ -49,8 +50,9 @@ class LazyModuleMixin:
         placeholders = {name: buf for name, buf in self._buffers.items() if is_lazy(buf)}
         super()._apply(fn, recurse)
         for name, buf in placeholders.items():
-            buf.data = self._buffers[name]
-            self._buffers[name] = buf
+            if self._buffers[name] is not buf:  # fn may return its input unchanged
+                buf.data = self._buffers[name]
+                self._buffers[name] = buf
         return self
 
     def _adopt_materialized_buffers(self):
@@ -66,9 +68,18 @@ class LazyModuleMixin:
         return any(is_lazy(v) for v in itertools.chain(self._parameters.values(), self._buffers.values()))
 
     def _infer_parameters(self, module, args, kwargs=None):
-        """The forward pre-hook of the first call: materialize, then become `cls_to_become`."""
-        module.initialize_parameters(*args, **(kwargs or {}))
-        module._adopt_materialized_buffers()
+        """The forward pre-hook of the first call: materialize, then become `cls_to_become`.
+        Like every module, it initialises on the CPU (so a seed gives the same values whatever
+        the device), then moves to the placeholders' device (`device=`, or a later `.to`)."""
+        device = next((v.device for v in itertools.chain(module._parameters.values(), module._buffers.values())
+                       if v is not None and is_lazy(v)), None)
+        if device is not None:
+            module.cpu()
+        try:
+            module.initialize_parameters(*args, **(kwargs or {}))
+            module._adopt_materialized_buffers()
+        finally:
+            _place(module, device)
         if module.has_uninitialized_params():
             raise RuntimeError(f"module {self._get_name()} has not been fully initialized")
         module._initialize_hook.remove()

@@ -5,7 +5,7 @@ import ember
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.modules.lazy import LazyModuleMixin
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import Module, _place
 from ember.nn.parameter import Parameter, UninitializedParameter
 
 __all__ = ["Identity", "Linear", "LazyLinear", "Bilinear", "Flatten", "Unflatten"]
@@ -13,10 +13,6 @@ __all__ = ["Identity", "Linear", "LazyLinear", "Bilinear", "Flatten", "Unflatten
 
 def _empty(*shape, dtype=None):
     return ember.empty(*shape, dtype=dtype)
-
-
-def _check_device(device):
-    ember._device.check(device)
 
 
 class Identity(Module):
@@ -34,7 +30,7 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
-        _check_device(device)
+        ember._device.check(device)
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(_empty(out_features, in_features, dtype=dtype))
         if bias:
@@ -42,6 +38,7 @@ class Linear(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+        _place(self, device)
 
     def reset_parameters(self):
         """Kaiming-uniform weight (a = √5) and U(±1/√fan_in) bias: PyTorch's defaults."""
@@ -65,11 +62,12 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
         super().__init__(0, 0, False)
-        _check_device(device)
+        ember._device.check(device)
         self.weight = UninitializedParameter(dtype=dtype)
         self.out_features = out_features
         if bias:
             self.bias = UninitializedParameter(dtype=dtype)
+        _place(self, device)
 
     def reset_parameters(self):
         if not self.has_uninitialized_params() and self.in_features != 0:
@@ -90,7 +88,7 @@ class Bilinear(Module):
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
-        _check_device(device)
+        ember._device.check(device)
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
         self.weight = Parameter(_empty(out_features, in1_features, in2_features, dtype=dtype))
         if bias:
@@ -98,6 +96,7 @@ class Bilinear(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+        _place(self, device)
 
     def reset_parameters(self):
         bound = 1 / math.sqrt(self.weight.shape[1])

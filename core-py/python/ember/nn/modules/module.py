@@ -754,6 +754,16 @@ class Module:
         return main + ")"
 
 
+def _place(module, device):
+    """Moves what a module's `__init__` made to its `device=` argument (None: stays). Modules
+    make and initialise their parameters and buffers on the CPU, so a seed gives the same
+    initial values whatever the device, then move them as `Module.to` does: each Parameter
+    object stays, with its requires_grad. Every module taking `device=` ends its `__init__`
+    with this call (a module whose base class already moved everything moves nothing)."""
+    if device is not None:
+        module.to(device)
+
+
 def _parse_to(*args, **kwargs):
     """(device, dtype) from `to`'s argument forms."""
     device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)

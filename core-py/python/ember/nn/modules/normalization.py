@@ -7,7 +7,7 @@ import ember
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.modules.lazy import LazyModuleMixin
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import Module, _place
 from ember.nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
@@ -37,6 +37,7 @@ class _NormBase(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
+        _place(self, device)
 
     def reset_running_stats(self):
         if self.track_running_stats:
@@ -104,6 +105,7 @@ class _InstanceNorm(_NormBase):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None, dtype=None,
                  *, bias=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        _place(self, device)
 
     def _check_input_dim(self, input):
         if input.ndim not in (self._batched_dims - 1, self._batched_dims):
@@ -152,6 +154,7 @@ class _LazyNormBase(LazyModuleMixin):
             self.running_mean = UninitializedBuffer(dtype=dtype)
             self.running_var = UninitializedBuffer(dtype=dtype)
             self.num_batches_tracked = ember.tensor(0, dtype=ember.int64)
+        _place(self, device)
 
     def reset_parameters(self):
         if not self.has_uninitialized_params() and self.num_features != 0:
@@ -212,6 +215,7 @@ class LayerNorm(Module):
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         self.reset_parameters()
+        _place(self, device)
 
     def reset_parameters(self):
         if self.elementwise_affine:
@@ -238,6 +242,7 @@ class GroupNorm(Module):
         self.register_parameter("weight", Parameter(ember.empty(num_channels, dtype=dtype)) if affine else None)
         self.register_parameter("bias", Parameter(ember.empty(num_channels, dtype=dtype)) if affine and bias else None)
         self.reset_parameters()
+        _place(self, device)
 
     def reset_parameters(self):
         if self.affine:

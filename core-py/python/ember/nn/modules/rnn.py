@@ -9,7 +9,7 @@ from functools import partial
 import ember
 from ember.nn import functional as F
 from ember.nn import init
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import Module, _place
 from ember.nn.parameter import Parameter
 from ember.nn.utils.rnn import PackedSequence
 
@@ -96,6 +96,7 @@ class RNNBase(Module):
                     setattr(self, name + suffix, Parameter(ember.empty(*shape, dtype=dtype)))
                     self._flat_weights_names.append(name + suffix)
         self.reset_parameters()
+        _place(self, device)
 
     @staticmethod
     def _check(mode, hidden_size, num_layers, dropout, proj_size):
@@ -353,6 +354,7 @@ class _CellBase(Module):
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
         self.reset_parameters()
+        _place(self, device)
 
     reset_parameters = RNNBase.reset_parameters
 
@@ -382,6 +384,7 @@ class RNNCell(_CellBase):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         super().__init__(input_size, hidden_size, bias, device, dtype)
         self.nonlinearity = nonlinearity
+        _place(self, device)
 
     def forward(self, input, hx=None):
         x, h, batched = self._batch(input, hx)

@@ -2,7 +2,7 @@
 import ember
 from ember.nn import functional as F
 from ember.nn import init
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import Module, _place
 from ember.nn.parameter import Parameter
 
 __all__ = ["Embedding", "EmbeddingBag"]
@@ -44,6 +44,7 @@ class Embedding(Module):
         else:
             self.weight = given
             self.weight.requires_grad_(not _freeze)
+        _place(self, device)
 
     def reset_parameters(self):
         init.normal_(self.weight)
@@ -101,6 +102,7 @@ class EmbeddingBag(Module):
         else:
             self.weight = given
         self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
+        _place(self, device)
 
     def reset_parameters(self):
         init.normal_(self.weight)

@@ -9,7 +9,7 @@ from ember.nn.modules.attention import MultiheadAttention
 from ember.nn.modules.container import ModuleList
 from ember.nn.modules.dropout import Dropout
 from ember.nn.modules.linear import Linear
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import Module, _place
 from ember.nn.modules.normalization import LayerNorm
 
 __all__ = ["Transformer", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder"]
@@ -33,7 +33,8 @@ def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """Float mask with -inf above the diagonal: position i may attend to 0..i."""
     ember._device.check(device)
     upper = ember.ones(sz, sz, dtype=ember.bool).triu(1)
-    return ember.zeros(sz, sz, dtype=dtype or ember.float32).masked_fill(upper, float("-inf"))
+    mask = ember.zeros(sz, sz, dtype=dtype or ember.float32).masked_fill(upper, float("-inf"))
+    return ember._device.move(mask, device)
 
 
 class TransformerEncoderLayer(Module):
@@ -50,6 +51,7 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        _place(self, device)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
@@ -100,6 +102,7 @@ class TransformerDecoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
         self.activation = _activation(activation)
+        _place(self, device)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
@@ -169,6 +172,7 @@ class Transformer(Module):
             self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
         self._reset_parameters()
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        _place(self, device)
 
     def _reset_parameters(self):
         for p in self.parameters():
