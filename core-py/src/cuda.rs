@@ -39,6 +39,22 @@ fn _cuda_synchronize(index: usize) -> PyResult<()> {
     runtime::synchronize(index).py()
 }
 
+/// cuDNN's version, or None where it cannot be loaded.
+#[pyfunction]
+fn _cudnn_version() -> Option<usize> {
+    cuda::cudnn_version()
+}
+
+#[pyfunction]
+fn _cudnn_allow_tf32() -> bool {
+    cuda::cudnn_allow_tf32()
+}
+
+#[pyfunction]
+fn _cudnn_set_allow_tf32(allow: bool) {
+    cuda::set_cudnn_allow_tf32(allow)
+}
+
 /// `(allocated, max_allocated, reserved)` bytes of `cuda:<index>`.
 #[pyfunction]
 fn _cuda_memory_stats(index: usize) -> PyResult<(usize, usize, usize)> {
@@ -97,6 +113,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cuda_reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_empty_cache, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_properties, m)?)?;
+    m.add_function(wrap_pyfunction!(_cudnn_version, m)?)?;
+    m.add_function(wrap_pyfunction!(_cudnn_allow_tf32, m)?)?;
+    m.add_function(wrap_pyfunction!(_cudnn_set_allow_tf32, m)?)?;
     m.add_class::<CudaEvent>()?;
     Ok(())
 }

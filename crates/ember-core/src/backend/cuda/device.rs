@@ -13,6 +13,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
+use crate::ops::conv::Geom;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -75,6 +76,8 @@ pub struct Cuda {
     functions: Mutex<HashMap<String, CudaFunction>>,
     /// The cuBLAS handle, made on the first matrix product.
     pub(super) blas: OnceLock<Result<cudarc::cublas::CudaBlas>>,
+    /// The cuDNN handle, made on the first convolution.
+    pub(super) dnn: OnceLock<Result<super::dnn::Handle>>,
 }
 
 /// A CUDA error as a RuntimeError naming the call and CUDA's own name and message for it.
@@ -156,6 +159,7 @@ impl Cuda {
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             blas: OnceLock::new(),
+            dnn: OnceLock::new(),
         };
         super::runtime::keep_freed_memory(&cuda)?;
         Ok(cuda)
@@ -307,5 +311,17 @@ impl Backend for Cuda {
 
     fn bmm(&self, a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) -> Result<()> {
         super::blas::bmm(self, a, b, out, accumulate)
+    }
+
+    fn conv(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, geom: &Geom) -> Result<Tensor> {
+        super::dnn::conv(self, x, weight, bias, groups, geom)
+    }
+
+    fn conv_transpose(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize, geom: &Geom) -> Result<Tensor> {
+        super::dnn::conv_transpose(self, x, weight, bias, groups, geom)
+    }
+
+    fn conv_weight_grad(&self, x: &Tensor, g: &Tensor, groups: usize, geom: &Geom) -> Result<Tensor> {
+        super::dnn::conv_weight_grad(self, x, g, groups, geom)
     }
 }

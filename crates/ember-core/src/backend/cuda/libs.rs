@@ -22,6 +22,8 @@ pub enum Lib {
     Nvrtc,
     /// The BLAS (`libcublas`), from the `nvidia-cublas` wheel or a CUDA toolkit.
     Cublas,
+    /// The convolutions (`libcudnn`), from the `nvidia-cudnn-cu13` wheel or a cuDNN install.
+    Cudnn,
 }
 
 impl Lib {
@@ -31,6 +33,7 @@ impl Lib {
             Lib::Driver => "cuda",
             Lib::Nvrtc => "nvrtc",
             Lib::Cublas => "cublas",
+            Lib::Cudnn => "cudnn",
         }
     }
 
@@ -39,13 +42,14 @@ impl Lib {
             Lib::Driver => "the CUDA driver library (libcuda)",
             Lib::Nvrtc => "NVRTC, CUDA's runtime compiler (libnvrtc)",
             Lib::Cublas => "cuBLAS (libcublas)",
+            Lib::Cudnn => "cuDNN (libcudnn)",
         }
     }
 
     fn what_to_install(self) -> String {
         match self {
             Lib::Driver => "Is an NVIDIA driver installed? (libcuda.so.1 comes with it)".into(),
-            Lib::Nvrtc | Lib::Cublas => format!(
+            Lib::Nvrtc | Lib::Cublas | Lib::Cudnn => format!(
                 "Install NVIDIA's wheels with `pip install ember[cuda{major}]`, or put a CUDA {major} toolkit's lib folder on LD_LIBRARY_PATH",
                 major = super::VERSION_MAJOR
             ),
@@ -53,34 +57,52 @@ impl Lib {
     }
 }
 
-static PRELOAD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static PRELOAD: Mutex<Vec<(Lib, PathBuf)>> = Mutex::new(Vec::new());
 
-/// Where NVIDIA's pip wheels for this build's CUDA version put each library (under
-/// site-packages), and the file-name prefixes to load from there, in loading order: NVRTC's
-/// builtins before NVRTC (which looks them up when it compiles, not when it loads), cuBLASLt
-/// before cuBLAS (which needs it).
-fn wheel_folders() -> [(&'static str, &'static [&'static str]); 2] {
-    if super::VERSION_MAJOR == 12 {
-        [("nvidia/cuda_nvrtc/lib", &["libnvrtc-builtins", "libnvrtc"]), ("nvidia/cublas/lib", &["libcublasLt", "libcublas"])]
-    } else {
-        [("nvidia/cu13/lib", &["libnvrtc-builtins", "libnvrtc"]), ("nvidia/cu13/lib", &["libcublasLt", "libcublas"])]
+/// How many libraries `Lib` names.
+const LIBS: usize = 4;
+
+/// Where NVIDIA's pip wheels for this build's CUDA version put each library (folders under
+/// site-packages, the first that has it wins), and the file-name prefixes to load from there, in
+/// loading order: NVRTC's builtins before NVRTC (which looks them up when it compiles, not when
+/// it loads), cuBLASLt before cuBLAS, cuDNN's parts before the front library that opens them.
+fn wheel_folders(lib: Lib) -> (&'static [&'static str], &'static [&'static str]) {
+    let cuda12 = super::VERSION_MAJOR == 12;
+    match lib {
+        Lib::Driver => (&[], &[]),
+        Lib::Nvrtc if cuda12 => (&["nvidia/cuda_nvrtc/lib"], &["libnvrtc-builtins", "libnvrtc"]),
+        Lib::Nvrtc => (&["nvidia/cu13/lib"], &["libnvrtc-builtins", "libnvrtc"]),
+        Lib::Cublas if cuda12 => (&["nvidia/cublas/lib"], &["libcublasLt", "libcublas"]),
+        Lib::Cublas => (&["nvidia/cu13/lib"], &["libcublasLt", "libcublas"]),
+        Lib::Cudnn => (
+            &["nvidia/cudnn/lib", "nvidia/cu13/lib"],
+            &[
+                "libcudnn_graph",
+                "libcudnn_engines_runtime_compiled",
+                "libcudnn_engines_precompiled",
+                "libcudnn_heuristic",
+                "libcudnn_ops",
+                "libcudnn_cnn",
+                "libcudnn_adv",
+                "libcudnn",
+            ],
+        ),
     }
 }
 
-/// The wheels' libraries found under `site_dirs` (site-packages folders; for each library the
-/// first that has it), to be loaded by path in this order.
-pub fn wheel_libraries(site_dirs: &[PathBuf]) -> Vec<PathBuf> {
+/// The wheels' libraries found under `site_dirs` (site-packages folders), each with the library
+/// it belongs to, to be loaded by path in this order before that library's first call.
+pub fn wheel_libraries(site_dirs: &[PathBuf]) -> Vec<(Lib, PathBuf)> {
     let mut found = Vec::new();
-    for (folder, prefixes) in wheel_folders() {
-        for dir in site_dirs.iter().map(|d| d.join(folder)) {
+    for lib in [Lib::Nvrtc, Lib::Cublas, Lib::Cudnn] {
+        let (folders, prefixes) = wheel_folders(lib);
+        let dirs = folders.iter().flat_map(|folder| site_dirs.iter().map(move |d| d.join(folder)));
+        for dir in dirs {
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
             let files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-            let mut here = Vec::new();
-            for prefix in prefixes.iter() {
-                here.extend(files.iter().filter(|p| is_library(p, prefix)).cloned());
-            }
+            let here: Vec<PathBuf> = prefixes.iter().flat_map(|prefix| files.iter().filter(|p| is_library(p, prefix)).cloned()).collect();
             if !here.is_empty() {
-                found.extend(here);
+                found.extend(here.into_iter().map(|p| (lib, p)));
                 break;
             }
         }
@@ -95,21 +117,22 @@ fn is_library(path: &std::path::Path, prefix: &str) -> bool {
     name.strip_prefix(prefix).is_some_and(|rest| rest.starts_with(".so")) && !name.contains(".alt.")
 }
 
-/// Libraries (full paths, from pip wheels) to load before the first CUDA call; set by the
-/// Python package at import, before anything asks for a CUDA device.
-pub fn set_preload(paths: Vec<PathBuf>) {
+/// Libraries (full paths, from pip wheels) to load before the first call into the library each
+/// belongs to; set by the Python package at import, before anything asks for a CUDA device.
+pub fn set_preload(paths: Vec<(Lib, PathBuf)>) {
     *PRELOAD.lock().unwrap_or_else(|e| e.into_inner()) = paths;
 }
 
-/// Loads the preload list once, keeping each library loaded for the life of the process; the
-/// answer says which could not be loaded (one library's failure is only its own).
-fn preload() -> &'static str {
-    static FAILED: OnceLock<String> = OnceLock::new();
-    FAILED.get_or_init(|| {
+/// Loads `lib`'s part of the preload list once, keeping each library loaded for the life of
+/// the process; the answer says which could not be loaded.
+fn preload(lib: Lib) -> &'static str {
+    static FAILED: [OnceLock<String>; LIBS] = [const { OnceLock::new() }; LIBS];
+    FAILED[lib as usize].get_or_init(|| {
         let mut failed = String::new();
-        for path in PRELOAD.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            match unsafe { libloading::Library::new(path) } {
-                Ok(lib) => std::mem::forget(lib),
+        let paths: Vec<PathBuf> = PRELOAD.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|(l, _)| *l == lib).map(|(_, p)| p.clone()).collect();
+        for path in paths {
+            match unsafe { libloading::Library::new(&path) } {
+                Ok(loaded) => std::mem::forget(loaded),
                 Err(e) => failed += &format!(" (could not load {}: {e})", path.display()),
             }
         }
@@ -120,9 +143,9 @@ fn preload() -> &'static str {
 /// Refuses with a RuntimeError unless `lib` can be loaded under one of the names cudarc will
 /// try (its own lookup would panic).
 pub fn require(lib: Lib) -> Result<()> {
-    static FOUND: [OnceLock<std::result::Result<(), String>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    static FOUND: [OnceLock<std::result::Result<(), String>>; LIBS] = [const { OnceLock::new() }; LIBS];
     let found = FOUND[lib as usize].get_or_init(|| {
-        let failed_preloads = preload();
+        let failed_preloads = preload(lib);
         let names = cudarc::get_lib_name_candidates(lib.stem());
         let mut last_error = String::new();
         for name in &names {

@@ -17,6 +17,8 @@ mod copy;
 #[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]
+mod dnn;
+#[cfg(feature = "cuda")]
 mod fill;
 #[cfg(feature = "cuda")]
 pub mod libs;
@@ -33,6 +35,21 @@ mod where_;
 
 #[cfg(feature = "cuda")]
 pub use device::{backend, device_count, CudaStorage};
+#[cfg(feature = "cuda")]
+pub use dnn::version as cudnn_version;
+
+static CUDNN_ALLOW_TF32: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// `torch.backends.cudnn.allow_tf32`: whether float32 convolutions may use TF32 tensor cores
+/// (PyTorch's default: yes).
+pub fn set_cudnn_allow_tf32(allow: bool) {
+    CUDNN_ALLOW_TF32.store(allow, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The `torch.backends.cudnn.allow_tf32` setting.
+pub fn cudnn_allow_tf32() -> bool {
+    CUDNN_ALLOW_TF32.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Makes the NVRTC of NVIDIA's pip wheels under any of `site_dirs` (site-packages folders) the
 /// one loaded before the first CUDA call (see `libs`).
@@ -121,6 +138,11 @@ mod not_built {
     /// Nothing to load without CUDA.
     pub fn use_wheels(_: &[std::path::PathBuf]) {}
 
+    /// No cuDNN without CUDA.
+    pub fn cudnn_version() -> Option<usize> {
+        None
+    }
+
     /// `runtime`'s answers in a build without CUDA: each refuses as `backend` does.
     pub mod runtime {
         use super::super::Properties;
@@ -174,4 +196,4 @@ mod not_built {
     }
 }
 #[cfg(not(feature = "cuda"))]
-pub use not_built::{backend, device_count, runtime, use_wheels, CudaStorage};
+pub use not_built::{backend, cudnn_version, device_count, runtime, use_wheels, CudaStorage};
