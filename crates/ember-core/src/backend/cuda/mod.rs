@@ -19,7 +19,11 @@ mod fill;
 #[cfg(feature = "cuda")]
 pub mod libs;
 #[cfg(feature = "cuda")]
+mod norm;
+#[cfg(feature = "cuda")]
 pub mod nvrtc;
+#[cfg(feature = "cuda")]
+mod reduce;
 #[cfg(feature = "cuda")]
 mod strided;
 #[cfg(feature = "cuda")]
@@ -66,7 +70,8 @@ pub struct Family {
 
 /// Every kernel family of the backend.
 #[cfg(feature = "cuda")]
-pub const FAMILIES: [Family; 5] = [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY];
+pub const FAMILIES: [Family; 7] =
+    [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY, reduce::FAMILY, norm::FAMILY];
 
 #[cfg(not(feature = "cuda"))]
 mod not_built {
