@@ -49,9 +49,15 @@ struct RowPlan {
 
 fn row_plan(cuda: &Cuda, rows: usize, n: usize, dtype: DType) -> RowPlan {
     let row_bytes = n * compute_dtype(dtype).size();
-    // Long rows: about 8 elements per thread, 128 to 1024 threads.
-    let (threads, group) = if row_bytes <= WARP_ROW_BYTES { (THREADS, 32) } else { ((n / 8).next_power_of_two().clamp(128, 1024), 0) };
-    let group = if group == 0 { threads } else { group };
+    // Long rows: about 8 16-byte vectors per thread, 128 to 1024 threads (smaller blocks keep
+    // more rows in flight on an SM, in different phases).
+    let vector = 16 / dtype.size();
+    let (threads, group) = if row_bytes <= WARP_ROW_BYTES {
+        (THREADS, 32)
+    } else {
+        let t = (n / (8 * vector)).next_power_of_two().clamp(128, 1024);
+        (t, t)
+    };
     let per_block = threads / group;
     let cache = per_block * row_bytes;
     let cached = cache <= CACHE_BYTES;

@@ -17,39 +17,101 @@ struct Max {
     for (i64 r = (i64)blockIdx.x * (blockDim.x / (group)) + threadIdx.x / (group); r < (rows); \
          r += (i64)gridDim.x * (blockDim.x / (group)))
 
-// One row as its group reads it: thread `lane` takes elements lane, lane + group, ...
+// One row as its group reads it: thread `lane` takes elements lane, lane + group, ..., or with
+// `vec` (a cached row of whole 16-byte vectors) vectors lane, lane + group, ..., so that global
+// and shared memory move 16 bytes per access.
 template <class T> struct Row {
     typedef typename Compute<T>::type C;
+    enum { V = 16 / sizeof(T) };
+    struct __align__(16) Raw {
+        T v[V];
+    };
+    struct __align__(16) Pack {
+        C v[V];
+    };
     const T* x;
     C* cache;
     i64 n, lane, group;
+    bool vec;
+
     __device__ C operator[](i64 k) const { return cache ? cache[k] : cast<C>(x[k]); }
-    // The first pass: the sum of the elements (caching them), or their max with `Max`.
+
+    // The first pass: the elements folded with `Op` (and cached).
     template <class Op> __device__ C first_pass(C init, C* scratch) const {
         C acc = init;
+        if (vec) {
+            // LOADS vectors in flight before any is stored.
+            const int LOADS = 4;
+            for (i64 j0 = lane; j0 < n / V; j0 += LOADS * group) {
+                Raw r[LOADS];
+#pragma unroll
+                for (int u = 0; u < LOADS; ++u) {
+                    if (j0 + u * group < n / V) r[u] = ((const Raw*)x)[j0 + u * group];
+                }
+#pragma unroll
+                for (int u = 0; u < LOADS; ++u) {
+                    if (j0 + u * group >= n / V) break;
+                    Pack p;
+#pragma unroll
+                    for (int q = 0; q < V; ++q) {
+                        p.v[q] = cast<C>(r[u].v[q]);
+                        acc = Op::step(acc, p.v[q]);
+                    }
+                    ((Pack*)cache)[j0 + u * group] = p;
+                }
+            }
+        } else {
 #pragma unroll 4
-        for (i64 k = lane; k < n; k += group) {
-            C v = cast<C>(x[k]);
-            if (cache) cache[k] = v;
-            acc = Op::step(acc, v);
+            for (i64 k = lane; k < n; k += group) {
+                C v = cast<C>(x[k]);
+                if (cache) cache[k] = v;
+                acc = Op::step(acc, v);
+            }
         }
         return group_fold<Op>(acc, (int)group, scratch);
     }
+
+    // Calls f(k, element k) for each of this thread's elements (the ones it cached).
+    template <class F> __device__ void each(F f) const {
+        if (vec) {
+            for (i64 j = lane; j < n / V; j += group) {
+                Pack p = ((const Pack*)cache)[j];
+#pragma unroll
+                for (int q = 0; q < V; ++q) f(j * V + q, p.v[q]);
+            }
+        } else {
+            for (i64 k = lane; k < n; k += group) f(k, (*this)[k]);
+        }
+    }
+
+    // y[k] = f(k, element k) for each of this thread's elements.
+    template <class F> __device__ void write(T* y, F f) const {
+        if (vec) {
+            for (i64 j = lane; j < n / V; j += group) {
+                Pack p = ((const Pack*)cache)[j];
+                Raw r;
+#pragma unroll
+                for (int q = 0; q < V; ++q) r.v[q] = cast<T>(f(j * V + q, p.v[q]));
+                ((Raw*)y)[j] = r;
+            }
+        } else {
+            for (i64 k = lane; k < n; k += group) y[k] = cast<T>(f(k, (*this)[k]));
+        }
+    }
+
     // The mean and biased variance (two passes, as the CPU computes them).
     __device__ void moments(C* scratch, C* mean, C* var) const {
         C m = first_pass<Add>((C)0, scratch) / (C)n;
         C s = 0;
-        for (i64 k = lane; k < n; k += group) {
-            C d = (*this)[k] - m;
-            s += d * d;
-        }
+        each([&](i64, C v) { s += (v - m) * (v - m); });
         *mean = m;
         *var = group_fold<Add>(s, (int)group, scratch) / (C)n;
     }
 };
 
+// Row r of `x`; `y` (or null) is where it is written, which vector access needs aligned too.
 template <class T>
-__device__ Row<T> row(const T* x, i64 r, i64 n, int group, int cached) {
+__device__ Row<T> row(const T* x, const T* y, i64 r, i64 n, int group, int cached) {
     typedef typename Compute<T>::type C;
     Row<T> view;
     view.x = x + r * n;
@@ -57,6 +119,8 @@ __device__ Row<T> row(const T* x, i64 r, i64 n, int group, int cached) {
     view.n = n;
     view.lane = threadIdx.x % group;
     view.group = group;
+    unsigned long long bases = (unsigned long long)x | (unsigned long long)y;
+    view.vec = cached && n % Row<T>::V == 0 && bases % 16 == 0;
     return view;
 }
 
@@ -65,18 +129,17 @@ __device__ void softmax_rows(const T* x, T* y, i64 rows, i64 n, int group, int c
     typedef typename Compute<T>::type C;
     __shared__ C scratch[32];
     FOR_EACH_ROW(r, rows, group) {
-        Row<T> xr = row(x, r, n, group, cached);
-        T* yr = y + r * n;
+        Row<T> xr = row(x, y, r, n, group, cached);
         C top = xr.template first_pass<Max>(lowest<C>(), scratch);
         C sum = 0;
-        for (i64 k = xr.lane; k < n; k += group) sum += exp(xr[k] - top);
+        xr.each([&](i64, C v) { sum += exp(v - top); });
         sum = group_fold<Add>(sum, group, scratch);
         if (take_log) {
             C shift = top + log(sum);
-            for (i64 k = xr.lane; k < n; k += group) yr[k] = cast<T>(xr[k] - shift);
+            xr.write(y + r * n, [&](i64, C v) { return v - shift; });
         } else {
             C inv = (C)1 / sum;
-            for (i64 k = xr.lane; k < n; k += group) yr[k] = cast<T>(exp(xr[k] - top) * inv);
+            xr.write(y + r * n, [&](i64, C v) { return exp(v - top) * inv; });
         }
     }
 }
@@ -111,15 +174,14 @@ __device__ void layer_norm_rows(const T* x, T* y, i64 rows, i64 n, int group, in
     typedef typename Compute<T>::type C;
     __shared__ C scratch[32];
     FOR_EACH_ROW(r, rows, group) {
-        Row<T> xr = row(x, r, n, group, cached);
-        T* yr = y + r * n;
+        Row<T> xr = row(x, y, r, n, group, cached);
         C mean, var;
         xr.moments(scratch, &mean, &var);
         C rstd = (C)1 / sqrt(var + (C)eps);
-        for (i64 k = xr.lane; k < n; k += group) {
+        xr.write(y + r * n, [&](i64 k, C v) {
             C w = weight ? weight[k] : (C)1, b = bias ? bias[k] : (C)0;
-            yr[k] = cast<T>((xr[k] - mean) * rstd * w + b);
-        }
+            return (v - mean) * rstd * w + b;
+        });
     }
 }
 
@@ -128,7 +190,7 @@ __device__ void moments_rows(const T* x, i64 rows, i64 n, int group, int cached,
     typedef typename Compute<T>::type C;
     __shared__ C scratch[32];
     FOR_EACH_ROW(r, rows, group) {
-        Row<T> xr = row(x, r, n, group, cached);
+        Row<T> xr = row(x, (const T*)0, r, n, group, cached);
         C m, v;
         xr.moments(scratch, &m, &v);
         if (xr.lane == 0) {
