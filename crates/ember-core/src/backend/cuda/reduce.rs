@@ -157,7 +157,7 @@ impl Plan {
     /// A warp per output for runs up to 2048 elements, a block per output beyond.
     fn rows(cuda: &Cuda, outputs: usize, count: usize) -> Plan {
         let group = if count <= 2048 { 32 } else { THREADS };
-        let (splits, chunk) = split(cuda, count, outputs * group, group);
+        let (splits, chunk) = split(cuda.resident_threads(), count, outputs * group, group);
         let items = outputs * splits;
         let blocks = items.div_ceil(THREADS / group).min(cuda.max_blocks()) as u32;
         let config = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: 0 };
@@ -169,7 +169,7 @@ impl Plan {
     fn cols(cuda: &Cuda, outputs: usize, count: usize) -> Plan {
         let width = outputs.next_multiple_of(32).min(THREADS);
         let depth = THREADS / width;
-        let (splits, chunk) = split(cuda, count, outputs * depth, depth);
+        let (splits, chunk) = split(cuda.resident_threads(), count, outputs * depth, depth);
         let blocks = outputs.div_ceil(width).min(cuda.max_blocks()) as u32;
         let config = LaunchConfig { grid_dim: (blocks, splits as u32, 1), block_dim: (width as u32, depth as u32, 1), shared_mem_bytes: 0 };
         Plan { config, group: 0, splits, chunk }
@@ -177,10 +177,10 @@ impl Plan {
 }
 
 /// (splits, chunk) for runs of `count` elements that `busy` threads fold, `lanes` threads per
-/// output: enough splits to fill the device, each lane still folding `PER_THREAD` elements or
-/// more. An empty run is one split of nothing.
-fn split(cuda: &Cuda, count: usize, busy: usize, lanes: usize) -> (usize, usize) {
-    let wanted = cuda.resident_threads().div_ceil(busy.max(1));
+/// output: enough splits to give the device's `resident` threads work, each lane still folding
+/// `PER_THREAD` elements or more. An empty run is one split of nothing.
+fn split(resident: usize, count: usize, busy: usize, lanes: usize) -> (usize, usize) {
+    let wanted = resident.div_ceil(busy.max(1));
     let most = count / (lanes * PER_THREAD);
     let splits = wanted.min(most).clamp(1, MAX_SPLITS);
     let chunk = count.div_ceil(splits);
@@ -188,4 +188,34 @@ fn split(cuda: &Cuda, count: usize, busy: usize, lanes: usize) -> (usize, usize)
         return (1, 0);
     }
     (count.div_ceil(chunk), chunk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_cover_every_run_in_non_empty_chunks() {
+        let resident = 132 * 2048;
+        for (count, busy, lanes) in [(0, 32, 32), (31, 8, 8), (3_000_001, 256, 256), (1 << 31, 512, 256), (1_000_003, 24, 8), (100, 32, 32)] {
+            let (splits, chunk) = split(resident, count, busy, lanes);
+            assert!((1..=MAX_SPLITS).contains(&splits), "{count}: {splits}");
+            assert!(splits * chunk >= count && (splits - 1) * chunk < count.max(1), "{count}: {splits} x {chunk}");
+        }
+        // Enough outputs to fill the device: no split.
+        assert_eq!(split(resident, 8192, 8192 * 256, 256).0, 1);
+        // One output of 3M elements: many splits of 4096 elements at least (16 per thread).
+        let (splits, chunk) = split(resident, 3_000_001, 256, 256);
+        assert!(splits > 100 && chunk >= 256 * PER_THREAD);
+    }
+
+    #[test]
+    fn result_dtypes_follow_the_ops() {
+        assert_eq!(result_dtype(Sum, DType::Bool), DType::I64);
+        assert_eq!(result_dtype(Sum, DType::F16), DType::F16);
+        assert_eq!(result_dtype(Any, DType::U8), DType::U8);
+        assert_eq!(result_dtype(All, DType::F32), DType::Bool);
+        assert_eq!(result_dtype(Amax, DType::I8), DType::I8);
+        assert_eq!(op_name(Mean, DType::I32), None);
+    }
 }
