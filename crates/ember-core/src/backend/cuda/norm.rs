@@ -32,6 +32,7 @@ fn compute_dtype(dtype: DType) -> DType {
     }
 }
 
+/// Threads per block of every row kernel.
 const THREADS: usize = 256;
 /// Rows of at most this many bytes (in the compute dtype) go a warp each, 8 to a block.
 const WARP_ROW_BYTES: usize = 4096;
@@ -49,20 +50,14 @@ struct RowPlan {
 
 fn row_plan(cuda: &Cuda, rows: usize, n: usize, dtype: DType) -> RowPlan {
     let row_bytes = n * compute_dtype(dtype).size();
-    // Long rows: about 8 16-byte vectors per thread, 128 to 1024 threads (smaller blocks keep
-    // more rows in flight on an SM, in different phases).
-    let vector = 16 / dtype.size();
-    let (threads, group) = if row_bytes <= WARP_ROW_BYTES {
-        (THREADS, 32)
-    } else {
-        let t = (n / (8 * vector)).next_power_of_two().clamp(128, 1024);
-        (t, t)
-    };
-    let per_block = threads / group;
+    // Long rows take a block of 256 threads: blocks that small keep several rows in flight on an
+    // SM, in different phases, and launch whatever registers the kernels use (at most 255).
+    let group = if row_bytes <= WARP_ROW_BYTES { 32 } else { THREADS };
+    let per_block = THREADS / group;
     let cache = per_block * row_bytes;
     let cached = cache <= CACHE_BYTES;
     let blocks = rows.div_ceil(per_block).min(cuda.max_blocks()) as u32;
-    let config = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads as u32, 1, 1), shared_mem_bytes: if cached { cache as u32 } else { 0 } };
+    let config = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: if cached { cache as u32 } else { 0 } };
     RowPlan { config, group: group as i32, cached: cached as i32 }
 }
 
