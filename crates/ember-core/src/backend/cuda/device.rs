@@ -14,6 +14,7 @@ use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::conv::Geom;
+use crate::ops::reduce::ReduceOp;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -206,8 +207,18 @@ impl Cuda {
     /// stops at enough blocks to fill the device many times over.
     pub(super) fn config(&self, n: usize) -> LaunchConfig {
         const THREADS: u32 = 256;
-        let blocks = n.div_ceil(THREADS as usize).min(self.sm_count as usize * 32) as u32;
+        let blocks = n.div_ceil(THREADS as usize).min(self.max_blocks()) as u32;
         LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 }
+    }
+
+    /// The most blocks a grid-stride kernel needs: enough to fill the device many times over.
+    pub(super) fn max_blocks(&self) -> usize {
+        self.sm_count as usize * 32
+    }
+
+    /// How many threads the device runs at once (2048 per SM since Volta, 1536 on some).
+    pub(super) fn resident_threads(&self) -> usize {
+        self.sm_count as usize * 2048
     }
 
     /// The address of `t`'s first element on this device.
@@ -323,5 +334,29 @@ impl Backend for Cuda {
 
     fn conv_weight_grad(&self, x: &Tensor, g: &Tensor, groups: usize, geom: &Geom) -> Result<Tensor> {
         super::dnn::conv_weight_grad(self, x, g, groups, geom)
+    }
+
+    fn reduce(&self, op: ReduceOp, x: &Tensor, mask: &[bool], out: &Tensor) -> Result<()> {
+        super::reduce::reduce(self, op, x, mask, out)
+    }
+
+    fn arg_reduce(&self, x: &Tensor, dim: usize, max: bool, values: &Tensor, indices: &Tensor) -> Result<()> {
+        super::reduce::arg_reduce(self, x, dim, max, values, indices)
+    }
+
+    fn softmax(&self, x: &Tensor, dim: usize, log: bool, out: &Tensor) -> Result<()> {
+        super::norm::softmax(self, x, dim, log, out)
+    }
+
+    fn layer_norm(&self, x: &Tensor, n: usize, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64, out: &Tensor) -> Result<()> {
+        super::norm::layer_norm(self, x, n, weight, bias, eps, out)
+    }
+
+    fn row_moments(&self, x: &Tensor, rows: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+        super::norm::row_moments(self, x, rows)
+    }
+
+    fn affine_rows(&self, x: &Tensor, scale: &[f64], shift: &[f64], out: &Tensor) -> Result<()> {
+        super::norm::affine_rows(self, x, scale, shift, out)
     }
 }

@@ -23,9 +23,12 @@ mod fill;
 #[cfg(feature = "cuda")]
 pub mod libs;
 #[cfg(feature = "cuda")]
+mod norm;
+#[cfg(feature = "cuda")]
 pub mod nvrtc;
 #[cfg(feature = "cuda")]
 pub mod runtime;
+mod reduce;
 #[cfg(feature = "cuda")]
 mod strided;
 #[cfg(feature = "cuda")]
@@ -87,7 +90,8 @@ pub struct Family {
 
 /// Every kernel family of the backend.
 #[cfg(feature = "cuda")]
-pub const FAMILIES: [Family; 5] = [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY];
+pub const FAMILIES: [Family; 7] =
+    [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY, reduce::FAMILY, norm::FAMILY];
 
 /// `get_device_properties`: what a script reads of a device.
 #[derive(Clone, Debug)]

@@ -91,3 +91,34 @@ __device__ __forceinline__ i64 at(const Strided& s, i64 i) { return s.ndim == 0 
     X(f16, f16) X(bf16, bf16) X(float, f32) X(double, f64)
 #define FOR_EACH_INT(X) X(u8, u8) X(i8, i8) X(i16, i16) X(i32, i32) X(i64, i64)
 #define FOR_EACH_FLOAT(X) X(f16, f16) X(bf16, bf16) X(float, f32) X(double, f64)
+
+// ---- for the families that fold many values into one (reduce, norm) ----
+// The identity of max and min in a compute type: ±infinity for floats, the i64 extremes.
+template <class C> __device__ __forceinline__ C lowest();
+template <class C> __device__ __forceinline__ C highest();
+template <> __device__ __forceinline__ float lowest<float>() { return -__int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ float highest<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double lowest<double>() { return -__longlong_as_double(0x7ff0000000000000ll); }
+template <> __device__ __forceinline__ double highest<double>() { return __longlong_as_double(0x7ff0000000000000ll); }
+template <> __device__ __forceinline__ i64 lowest<i64>() { return (i64)0x8000000000000000ull; }
+template <> __device__ __forceinline__ i64 highest<i64>() { return (i64)0x7fffffffffffffffull; }
+
+__device__ __forceinline__ int shfl_xor(int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+__device__ __forceinline__ i64 shfl_xor(i64 v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+__device__ __forceinline__ float shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+__device__ __forceinline__ double shfl_xor(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+
+// `v` folded with `Op::step` over a group of `group` threads: a warp (32), or the whole block
+// (a multiple of 32, every thread calling, `scratch` holding 32 values). Every thread gets the
+// result; the order of the steps is fixed, so results do not vary between runs.
+template <class Op, class A>
+__device__ A group_fold(A v, int group, A* scratch) {
+    for (int m = 16; m > 0; m >>= 1) v = Op::step(v, shfl_xor(v, m));
+    if (group == 32) return v;
+    __syncthreads();  // the previous call's readers are done with `scratch`
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = scratch[0];
+    for (int w = 1; w < (group >> 5); ++w) v = Op::step(v, scratch[w]);
+    return v;
+}
