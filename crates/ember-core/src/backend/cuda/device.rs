@@ -13,6 +13,8 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
+use crate::ops::index::{IndexShape, Reduce};
+use crate::ops::random::Distribution;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -272,5 +274,41 @@ impl Backend for Cuda {
 
     fn where_(&self, cond: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         super::where_::run(self, cond, a, b, out)
+    }
+
+    fn lerp(&self, start: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<()> {
+        super::lerp::run(self, start, end, weight, out)
+    }
+
+    fn random(&self, dist: Distribution, key: u64, base: u64, out: &Tensor) -> Result<()> {
+        super::random::run(self, dist, key, base, out)
+    }
+
+    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, wrap: bool, out: &Tensor) -> Result<()> {
+        super::index::index(self, x, indices, shape, wrap, out)
+    }
+
+    fn index_put(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
+        super::index::index_put(self, x, indices, shape, values, accumulate, wrap)
+    }
+
+    fn gather(&self, x: &Tensor, dim: usize, index: &Tensor, out: &Tensor) -> Result<()> {
+        super::index::gather(self, x, dim, index, out)
+    }
+
+    fn scatter(&self, x: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+        super::index::scatter(self, x, dim, index, src, op, include_self)
+    }
+
+    fn nonzero(&self, x: &Tensor) -> Result<Tensor> {
+        super::index::nonzero(self, x)
+    }
+
+    fn masked_select(&self, x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        super::index::masked_select(self, x, mask)
+    }
+
+    fn tri(&self, x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
+        super::index::tri(self, x, diagonal, upper, out)
     }
 }

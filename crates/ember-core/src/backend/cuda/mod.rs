@@ -17,9 +17,15 @@ mod device;
 #[cfg(feature = "cuda")]
 mod fill;
 #[cfg(feature = "cuda")]
+mod index;
+#[cfg(feature = "cuda")]
+mod lerp;
+#[cfg(feature = "cuda")]
 pub mod libs;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+#[cfg(feature = "cuda")]
+mod random;
 #[cfg(feature = "cuda")]
 mod strided;
 #[cfg(feature = "cuda")]
@@ -66,7 +72,8 @@ pub struct Family {
 
 /// Every kernel family of the backend.
 #[cfg(feature = "cuda")]
-pub const FAMILIES: [Family; 5] = [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY];
+pub const FAMILIES: [Family; 8] =
+    [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY, random::FAMILY, index::FAMILY, lerp::FAMILY];
 
 #[cfg(not(feature = "cuda"))]
 mod not_built {
