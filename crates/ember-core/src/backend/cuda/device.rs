@@ -13,6 +13,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
+use crate::ops::embedding::BagMode;
 use crate::ops::index::{IndexShape, Reduce};
 use crate::ops::random::Distribution;
 use crate::ops::unary::UnaryOp;
@@ -310,5 +311,9 @@ impl Backend for Cuda {
 
     fn tri(&self, x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
         super::index::tri(self, x, diagonal, upper, out)
+    }
+
+    fn embedding_bag(&self, weight: &Tensor, idx: &[i64], bags: &[(usize, usize)], mode: BagMode, per_sample_weights: &[f64], padding_idx: Option<i64>, out: &Tensor) -> Result<()> {
+        super::index::embedding_bag(self, weight, idx, bags, mode, per_sample_weights, padding_idx, out)
     }
 }

@@ -1,6 +1,6 @@
 //! Indexing (`kernels/index.cu`; `ops::index` holds the semantics, `backend::cpu::index` the
 //! reference): advanced-index get and put, gather/scatter along a dim, nonzero, masked_select,
-//! tril/triu.
+//! tril/triu, embedding_bag.
 //!
 //! Index values are checked on the device. A checking kernel records the smallest position of
 //! an index out of range in a flag word per index tensor; the host reads the flags back (one
@@ -16,6 +16,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::ops::binary::Scalar;
+use crate::ops::embedding::BagMode;
 use crate::ops::index::{IndexShape, Reduce};
 use crate::tensor::Tensor;
 use cudarc::driver::{sys, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
@@ -54,7 +55,7 @@ fn kernel_names() -> Vec<String> {
         }
     }
     for n in DTYPES.iter().filter_map(|&d| dtype_name(d)) {
-        for k in ["index_add", "scatter_sum", "scatter_prod", "scatter_amax", "scatter_amin", "scatter_identity", "scatter_mean", "nonzero_count", "nonzero_write"] {
+        for k in ["index_add", "embedding_bag", "scatter_sum", "scatter_prod", "scatter_amax", "scatter_amin", "scatter_identity", "scatter_mean", "nonzero_count", "nonzero_write"] {
             names.push(format!("{k}_{n}"));
         }
     }
@@ -463,4 +464,41 @@ pub fn masked_select(cuda: &Cuda, x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     launch.arg(&px).arg(&lx).arg(&pm).arg(&lm).arg(&count).arg(&chunk_arg).arg(&ps).arg(&po);
     unsafe { launch.launch(chunk_config(chunks)) }.map_err(launch_error(&name))?;
     Ok(out)
+}
+
+// ---- embedding_bag ----
+
+/// `data` on the device; an empty slice becomes one unused element (no allocation is empty).
+fn upload<T: DeviceRepr + Default>(cuda: &Cuda, data: &[T]) -> Result<CudaSlice<T>> {
+    let one = [T::default()];
+    let data = if data.is_empty() { &one[..] } else { data };
+    cuda.stream().clone_htod(data).map_err(|e| cuda_error("cuMemcpyHtoDAsync", e))
+}
+
+/// Each bag's rows of `weight` pooled into its row of `out` (see `Backend::embedding_bag`);
+/// the host's row numbers, bounds and weights are uploaded.
+#[allow(clippy::too_many_arguments)]
+pub fn embedding_bag(cuda: &Cuda, weight: &Tensor, idx: &[i64], bags: &[(usize, usize)], mode: BagMode, per_sample_weights: &[f64], padding_idx: Option<i64>, out: &Tensor) -> Result<()> {
+    let Some(dtype) = dtype_name(weight.dtype()) else { return unsupported("_embedding_bag", "CUDA", weight.dtype()) };
+    let n = out.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let bounds: Vec<i64> = bags.iter().flat_map(|&(s, e)| [s as i64, e as i64]).collect();
+    let (index, bounds, weights) = (upload(cuda, idx)?, upload(cuda, &bounds)?, upload(cuda, per_sample_weights)?);
+    let name = format!("embedding_bag_{dtype}");
+    let (pw, offset, s0, s1, dim) = (cuda.base(weight)?, weight.layout().offset() as i64, weight.strides()[0] as i64, weight.strides()[1] as i64, weight.shape()[1] as i64);
+    let (pi, pb, pp) = (index.device_ptr(cuda.stream()).0, bounds.device_ptr(cuda.stream()).0, weights.device_ptr(cuda.stream()).0);
+    let mode: i32 = match mode {
+        BagMode::Sum => 0,
+        BagMode::Mean => 1,
+        BagMode::Max => 2,
+    };
+    let (has_padding, padding, po, count) = (padding_idx.is_some() as i32, padding_idx.unwrap_or(0), cuda.base(out)?, n as i64);
+    let f = cuda.function(&FAMILY, &name)?;
+    let mut launch = cuda.stream().launch_builder(&f);
+    launch.arg(&pw).arg(&offset).arg(&s0).arg(&s1).arg(&dim).arg(&pi).arg(&pb).arg(&pp);
+    launch.arg(&mode).arg(&has_padding).arg(&padding).arg(&po).arg(&count);
+    unsafe { launch.launch(cuda.config(n)) }.map_err(launch_error(&name))?;
+    Ok(())
 }

@@ -358,3 +358,34 @@ FOR_EACH_DTYPE(NONZERO)
         compact(n, chunk, starts, [&](i64 e) { return mask[at(lm, e)]; }, [&](i64 row, i64 e) { out[row] = x[at(lx, e)]; }); \
     }
 FOR_EACH_WIDTH(MASKED_SELECT)
+
+// ---- embedding_bag: element e of the fresh [bags, dim] `out` pools column e % dim of the
+// rows `index[start, end)` of bag e / dim (`bounds` holds the pairs), in float64 as the CPU:
+// `mode` 0 the sum scaled by `weights`, 1 the mean, 2 the maximum; rows equal to `padding`
+// (when `has_padding`) are skipped and not counted; an empty bag gives zeros ----
+template <class T>
+__device__ void embedding_bag(const T* weight, i64 offset, i64 s0, i64 s1, i64 dim, const i64* index, const i64* bounds,
+                              const double* weights, int mode, int has_padding, i64 padding, T* out, i64 n) {
+    FOR_EACH_ELEMENT(e, n) {
+        i64 b = e / dim, j = e - b * dim;
+        double acc = mode == 2 ? -__longlong_as_double(0x7ff0000000000000ll) : 0.0;
+        i64 members = 0;
+        for (i64 k = bounds[2 * b]; k < bounds[2 * b + 1]; ++k) {
+            i64 row = index[k];
+            if (has_padding && row == padding) continue;
+            double v = cast<double>(weight[offset + row * s0 + j * s1]);
+            acc = mode == 2 ? fmax(acc, v) : __dadd_rn(acc, __dmul_rn(v, weights[k]));
+            ++members;
+        }
+        if (members == 0) acc = 0.0;
+        out[e] = cast<T>(mode == 1 && members > 0 ? acc / (double)members : acc);
+    }
+}
+
+#define EMBEDDING_BAG(T, N) \
+    extern "C" __global__ void embedding_bag_##N(const T* weight, i64 offset, i64 s0, i64 s1, i64 dim, const i64* index, \
+                                                 const i64* bounds, const double* weights, int mode, int has_padding, \
+                                                 i64 padding, T* out, i64 n) { \
+        embedding_bag(weight, offset, s0, s1, dim, index, bounds, weights, mode, has_padding, padding, out, n); \
+    }
+FOR_EACH_DTYPE(EMBEDDING_BAG)
