@@ -113,12 +113,12 @@ def test_getitem_with_index_tensors(dtype):
     x = sample((5, 6, 7), dtype)
     g = x.cuda()
     i = ember.tensor([4, 0, -1, 2, 2])
-    j = ember.tensor([[1, 5], [0, -6]])
+    j = ember.tensor([[1, 4], [0, -5]])
     for key in [i, (slice(None), j), (i, slice(None), i), (j, 3, j), (Ellipsis, i.to(ember.int32)), ([0, 3], [1, 2])]:
         exact(g[key], x[key])
-    t = x.permute(2, 0, 1)
-    exact(t.cuda()[i[:3]], t[i[:3]])
-    exact(x.transpose(0, 2).cuda()[:, j], x.transpose(0, 2)[:, j])
+    # Non-contiguous on the device.
+    exact(g.permute(2, 0, 1)[i[:3]], x.permute(2, 0, 1)[i[:3]])
+    exact(g.transpose(0, 2)[:, j], x.transpose(0, 2)[:, j])
 
 
 def test_getitem_with_masks():
@@ -148,7 +148,7 @@ def test_empty_index_tensors():
 def test_setitem_and_index_put(dtype):
     x = sample((6, 5), dtype)
     values = sample((3, 5), dtype, seed=1)
-    for key, v in [(ember.tensor([0, 4, -1]), values), ((slice(None), ember.tensor([1, 3])), values[:, :2].t()[0]), ((ember.tensor([1, 2]), ember.tensor([0, 4])), values[0, :2])]:
+    for key, v in [(ember.tensor([0, 4, -1]), values), ((slice(None), ember.tensor([1, 3])), sample((6, 2), dtype, seed=4)), ((ember.tensor([1, 2]), ember.tensor([0, 4])), values[0, :2])]:
         c, g = x.clone(), x.cuda()
         c[key] = v
         g[key] = v.cuda()
@@ -169,7 +169,7 @@ def test_index_put_accumulates_duplicates(dtype):
     g.index_put_((idx.cuda(),), values.cuda(), accumulate=True)
     exact(g, c)
     # Two index tensors, broadcast values, a transposed destination.
-    c, g = x.t().contiguous().t(), x.t().contiguous().t().cuda()
+    c, g = x.t().contiguous().t(), x.t().contiguous().cuda().t()
     rows, cols = ember.tensor([0, 0, 6, 0]), ember.tensor([2, 2, 1, 2])
     c.index_put_((rows, cols), ember.tensor(1).to(dtype), accumulate=True)
     g.index_put_((rows.cuda(), cols.cuda()), ember.tensor(1).to(dtype).cuda(), accumulate=True)
@@ -178,9 +178,10 @@ def test_index_put_accumulates_duplicates(dtype):
 
 def test_index_add_copy_fill_select_and_take():
     x = ember.randn(5, 4, 3, dtype=ember.float64)
-    idx = ember.tensor([3, 0, 3, 4])
-    src = ember.randn(5, 4, 3, dtype=ember.float64)[:, :4].transpose(0, 1)  # (4, 5, 3) non-contiguous
-    close(x.cuda().index_add_(1, idx.cuda(), src.transpose(0, 1).cuda()), x.clone().index_add_(1, idx, src.transpose(0, 1)), 1e-12)
+    idx = ember.tensor([3, 0, 3, 1])
+    src = ember.randn(3, 4, 5, dtype=ember.float64)
+    got = x.cuda().index_add_(1, idx.cuda(), src.cuda().permute(2, 1, 0))  # (5, 4, 3), non-contiguous
+    close(got, x.clone().index_add_(1, idx, src.permute(2, 1, 0)), 1e-12)
     distinct = ember.tensor([3, 0, 1])
     exact(x.cuda().index_copy_(0, distinct.cuda(), x[:3].cuda()), x.clone().index_copy_(0, distinct, x[:3]))
     exact(x.cuda().index_fill_(2, ember.tensor([0, 2]).cuda(), -1.0), x.clone().index_fill_(2, ember.tensor([0, 2]), -1.0))
@@ -204,8 +205,9 @@ def test_gather(shape, dim):
     idx = index_for(index_shape, dim, shape[dim])
     exact(x.cuda().gather(dim, idx.cuda()), x.gather(dim, idx))
     # Non-contiguous input and index.
-    xt, it = x.t() if x.ndim == 2 else x, idx.t() if idx.ndim == 2 else idx
-    exact(xt.cuda().gather(dim, it.cuda()), xt.gather(dim, it))
+    xt = x.transpose(0, -1)
+    it = index_for(tuple(max(1, s - 1) for s in reversed(xt.shape)), dim, xt.shape[dim], seed=1)
+    exact(x.cuda().transpose(0, -1).gather(dim, it.cuda().transpose(0, -1)), xt.gather(dim, it.transpose(0, -1)))
     exact(ember.gather(x.cuda(), -1, idx.cuda()[..., :1]), ember.gather(x, -1, idx[..., :1]))
 
 
@@ -228,10 +230,9 @@ def test_scatter_add_and_assign(dtype, shape, dim):
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce(dtype, reduce, include_self):
     x = sample((4, 6, 5), dtype)
-    x_t = x.transpose(0, 2)  # (5, 6, 4), non-contiguous
     idx = index_for((5, 3, 4), 1, 4, seed=7)
     src = sample((5, 3, 4), dtype, seed=8).clamp(-2, 2)
-    c, g = x_t.clone(), x_t.cuda()
+    c, g = x.transpose(0, 2).clone(), x.cuda().transpose(0, 2)  # (5, 6, 4), non-contiguous
     c.scatter_reduce_(1, idx, src, reduce, include_self=include_self)
     g.scatter_reduce_(1, idx.cuda(), src.cuda(), reduce, include_self=include_self)
     if dtype.is_floating_point and reduce == "mean":
@@ -263,8 +264,25 @@ def test_embedding_forward_and_backward_with_repeated_indices():
         (gy, gw), (cy, cw) = grads[1], grads[0]
         exact(gy.detach(), cy.detach())
         close(gw, cw, 1e-5)
-    layer = ember.nn.Embedding(10, 4).cuda()
+    layer = ember.nn.Embedding(10, 4).to("cuda")
     assert layer(idx.cuda()).device.type == "cuda"
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 4])
+def test_embedding_bag(mode, padding_idx):
+    weight = ember.randn(10, 3, dtype=ember.float64)
+    idx = ember.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    offsets = ember.tensor([0, 4, 4, 6])  # an empty bag in the middle
+    psw = ember.rand(8, dtype=ember.float64) if mode == "sum" else None
+
+    def bag(d):
+        return F.embedding_bag(idx.to(d), weight.to(d), offsets.to(d), mode=mode, padding_idx=padding_idx,
+                               per_sample_weights=None if psw is None else psw.to(d))
+
+    close(bag("cuda"), bag("cpu"), 1e-12)
+    two_d = ember.tensor([[0, 9], [9, 9]])
+    exact(F.embedding_bag(two_d.cuda(), weight.t().cuda().t(), mode=mode), F.embedding_bag(two_d, weight, mode=mode))
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -303,7 +321,7 @@ def test_triu_and_tril(dtype):
     for diagonal in (-2, 0, 1, 7):
         exact(x.cuda().triu(diagonal), x.triu(diagonal))
         exact(x.cuda().tril(diagonal), x.tril(diagonal))
-        exact(x.transpose(1, 2).cuda().tril(diagonal), x.transpose(1, 2).tril(diagonal))
+        exact(x.cuda().transpose(1, 2).tril(diagonal), x.transpose(1, 2).tril(diagonal))
     g = x.cuda()
     g.triu_(1)
     exact(g, x.triu(1))
