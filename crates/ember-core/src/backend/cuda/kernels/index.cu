@@ -284,7 +284,6 @@ struct Dims {
 };
 
 template <class T> __device__ __forceinline__ bool is_nonzero(T v) { return cast<bool>(v); }
-__device__ __forceinline__ bool is_nonzero(w16 v) { return v.lo != 0 || v.hi != 0; }
 
 // The number of set flags among the block's threads before this one; `*total` gets them all.
 // Every thread of the (SCAN_THREADS-wide) block calls it.
