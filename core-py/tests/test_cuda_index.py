@@ -282,6 +282,11 @@ def test_embedding_forward_and_backward_with_repeated_indices():
         (gy, gw), (cy, cw) = grads[1], grads[0]
         exact(gy.detach(), cy.detach())
         close(gw, cw, 1e-5)
+    for norm_type in (2.0, 1.0, float("inf")):
+        w = {d: weight.clone().to(d) for d in ("cpu", "cuda")}
+        outs = {d: F.embedding(idx.to(d), w[d], max_norm=1.0, norm_type=norm_type) for d in w}
+        close(outs["cuda"], outs["cpu"], 1e-6)
+        close(w["cuda"], w["cpu"], 1e-6)  # the looked-up rows renormalised in place
     layer = ember.nn.Embedding(10, 4).to("cuda")
     assert layer(idx.cuda()).device.type == "cuda"
 

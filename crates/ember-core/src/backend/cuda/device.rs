@@ -316,4 +316,8 @@ impl Backend for Cuda {
     fn embedding_bag(&self, weight: &Tensor, idx: &[i64], bags: &[(usize, usize)], mode: BagMode, per_sample_weights: &[f64], padding_idx: Option<i64>, out: &Tensor) -> Result<()> {
         super::index::embedding_bag(self, weight, idx, bags, mode, per_sample_weights, padding_idx, out)
     }
+
+    fn embedding_renorm(&self, weight: &Tensor, rows: &[i64], max_norm: f64, norm_type: f64) -> Result<()> {
+        super::index::embedding_renorm(self, weight, rows, max_norm, norm_type)
+    }
 }

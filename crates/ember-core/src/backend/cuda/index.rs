@@ -1,6 +1,6 @@
 //! Indexing (`kernels/index.cu`; `ops::index` holds the semantics, `backend::cpu::index` the
 //! reference): advanced-index get and put, gather/scatter along a dim, nonzero, masked_select,
-//! tril/triu, embedding_bag.
+//! tril/triu, embedding_bag and embedding_renorm_.
 //!
 //! Index values are checked on the device. A checking kernel records the smallest position of
 //! an index out of range in a flag word per index tensor; the host reads the flags back (one
@@ -54,6 +54,7 @@ fn kernel_names() -> Vec<String> {
             names.push(format!("{k}_{w}"));
         }
     }
+    names.extend(DTYPES.iter().filter(|d| d.is_float()).filter_map(|&d| dtype_name(d)).map(|n| format!("embedding_renorm_{n}")));
     for n in DTYPES.iter().filter_map(|&d| dtype_name(d)) {
         for k in ["index_add", "embedding_bag", "scatter_sum", "scatter_prod", "scatter_amax", "scatter_amin", "scatter_identity", "scatter_mean", "nonzero_count", "nonzero_write"] {
             names.push(format!("{k}_{n}"));
@@ -500,5 +501,25 @@ pub fn embedding_bag(cuda: &Cuda, weight: &Tensor, idx: &[i64], bags: &[(usize, 
     launch.arg(&pw).arg(&offset).arg(&s0).arg(&s1).arg(&dim).arg(&pi).arg(&pb).arg(&pp);
     launch.arg(&mode).arg(&has_padding).arg(&padding).arg(&po).arg(&count);
     unsafe { launch.launch(cuda.config(n)) }.map_err(launch_error(&name))?;
+    Ok(())
+}
+
+/// Rescales each of the distinct `rows` of `weight` whose `norm_type`-norm exceeds `max_norm`
+/// (see `Backend::embedding_renorm`); one thread per row.
+pub fn embedding_renorm(cuda: &Cuda, weight: &Tensor, rows: &[i64], max_norm: f64, norm_type: f64) -> Result<()> {
+    let Some(dtype) = dtype_name(weight.dtype()).filter(|_| weight.dtype().is_float()) else {
+        return unsupported("embedding_renorm_", "CUDA", weight.dtype());
+    };
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let list = upload(cuda, rows)?;
+    let name = format!("embedding_renorm_{dtype}");
+    let (pw, offset, s0, s1, dim) = (cuda.base(weight)?, weight.layout().offset() as i64, weight.strides()[0] as i64, weight.strides()[1] as i64, weight.shape()[1] as i64);
+    let (pr, count) = (list.device_ptr(cuda.stream()).0, rows.len() as i64);
+    let f = cuda.function(&FAMILY, &name)?;
+    let mut launch = cuda.stream().launch_builder(&f);
+    launch.arg(&pw).arg(&offset).arg(&s0).arg(&s1).arg(&dim).arg(&pr).arg(&count).arg(&max_norm).arg(&norm_type);
+    unsafe { launch.launch(cuda.config(rows.len())) }.map_err(launch_error(&name))?;
     Ok(())
 }

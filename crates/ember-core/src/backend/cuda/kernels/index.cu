@@ -388,3 +388,29 @@ __device__ void embedding_bag(const T* weight, i64 offset, i64 s0, i64 s1, i64 d
         embedding_bag(weight, offset, s0, s1, dim, index, bounds, weights, mode, has_padding, padding, out, n); \
     }
 FOR_EACH_DTYPE(EMBEDDING_BAG)
+
+// ---- embedding_renorm_: each listed (distinct) row of `weight` whose `p`-norm exceeds
+// `max_norm` scaled to that norm, in float64 as the CPU (PyTorch's 1e-7 in the divisor) ----
+template <class T>
+__device__ void embedding_renorm(T* weight, i64 offset, i64 s0, i64 s1, i64 dim, const i64* rows, i64 n, double max_norm,
+                                 double p) {
+    FOR_EACH_ELEMENT(r, n) {
+        T* row = weight + offset + rows[r] * s0;
+        double norm = 0.0;
+        for (i64 j = 0; j < dim; ++j) {
+            double v = fabs(cast<double>(row[j * s1]));
+            norm = isinf(p) ? fmax(norm, v) : (p == 0.0 ? norm + (v != 0.0) : __dadd_rn(norm, pow(v, p)));
+        }
+        if (!isinf(p) && p != 0.0) norm = pow(norm, 1.0 / p);
+        if (norm > max_norm) {
+            double scale = max_norm / (norm + 1e-7);
+            for (i64 j = 0; j < dim; ++j) row[j * s1] = cast<T>(__dmul_rn(cast<double>(row[j * s1]), scale));
+        }
+    }
+}
+#define EMBEDDING_RENORM(T, N) \
+    extern "C" __global__ void embedding_renorm_##N(T* weight, i64 offset, i64 s0, i64 s1, i64 dim, const i64* rows, i64 n, \
+                                                    double max_norm, double p) { \
+        embedding_renorm(weight, offset, s0, s1, dim, rows, n, max_norm, p); \
+    }
+FOR_EACH_FLOAT(EMBEDDING_RENORM)
