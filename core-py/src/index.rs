@@ -66,7 +66,7 @@ fn scatter_(py: Python<'_>, x: &PyTensor, dim: i64, index: &PyTensor, src: &Boun
     };
     let src = match arg(src, "scatter(): src")? {
         Arg::Tensor(t) => t,
-        Arg::Scalar(s) => s.to_tensor_checked(x.t.dtype()).py()?.broadcast_to(index.t.shape()).py()?,
+        Arg::Scalar(s) => s.to_tensor_checked(x.t.dtype()).py()?.to_device(x.t.device()).py()?.broadcast_to(index.t.shape()).py()?,
     };
     py.detach(|| index::scatter_(&x.t, dim, &index.t, &src, op, include_self)).py()
 }

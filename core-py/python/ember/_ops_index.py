@@ -8,7 +8,7 @@ advanced indices, as PyTorch does (NumPy would count them as advanced indices)."
 import numbers
 
 from ember import _C
-from ember._functorch._batched import batched
+from ember._functorch._batched import BatchedTensor, batched
 
 _MASKS = (_C.bool, _C.uint8)
 
@@ -42,6 +42,8 @@ def _resolve(view, advanced):
             next_dim = d + 1
             continue
         idx = _as_tensor(idx)
+        if BatchedTensor not in (type(idx), type(view)) and idx.device != view.device:
+            idx = idx.to(view.device)  # as PyTorch: an index (a list, a CPU mask) goes where the tensor is
         if idx.dtype in _MASKS:
             if idx.ndim == 0:
                 view, idx, shift = view.unsqueeze(d), idx.reshape(1), shift + 1
@@ -71,5 +73,5 @@ def advanced_set(view, advanced, value, accumulate=False):
     if not isinstance(value, (_C.Tensor, numbers.Number)):
         import ember
 
-        value = ember.tensor(value)
+        value = ember.tensor(value, device=view.device)
     _C.index_put_(view, dims, indices, value, accumulate)

@@ -321,9 +321,9 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _keep_mask(shape, p, dtype):
-    """1 with probability 1 - p, else 0, in `dtype`."""
-    u = _C.uniform(tuple(shape), 0.0, 1.0, ember.float32)
+def _keep_mask(shape, p, dtype, device):
+    """1 with probability 1 - p, else 0, in `dtype`, drawn on `device` (the input's)."""
+    u = _C.uniform(tuple(shape), 0.0, 1.0, ember.float32, None, str(device))
     return (u >= p)._to_dtype(dtype)
 
 
@@ -341,7 +341,7 @@ def _dropout(input, p, training, inplace, mask_shape):
         from ember._functorch._rules_nn import dropout_mask
 
         return _apply(input, input * (dropout_mask(input, mask_shape, p, input.dtype) / (1.0 - p)), inplace)
-    return _apply(input, input * (_keep_mask(mask_shape, p, input.dtype) / (1.0 - p)), inplace)
+    return _apply(input, input * (_keep_mask(mask_shape, p, input.dtype, input.device) / (1.0 - p)), inplace)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -394,7 +394,7 @@ def _alpha_dropout(input, p, training, inplace, mask_shape):
     if p == 1.0:
         return _apply(input, input * 0, inplace)
     a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
-    keep = _keep_mask(mask_shape, p, input.dtype)
+    keep = _keep_mask(mask_shape, p, input.dtype, input.device)
     return _apply(input, input * keep * a + (keep - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p, inplace)
 
 

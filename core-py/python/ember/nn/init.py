@@ -1,5 +1,6 @@
 """`ember.nn.init`: in-place initialisers, run under no_grad, drawing from Ember's Philox
-generator (so `ember.manual_seed` makes them reproducible; `generator=` picks another one).
+generator (so `ember.manual_seed` makes them reproducible; `generator=` picks another one) on
+the tensor's device (the same numbers on every device).
 The draws are Ember's own: the same seed does not give PyTorch's numbers."""
 import math
 import warnings
@@ -56,13 +57,13 @@ def calculate_gain(nonlinearity, param=None):
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fills with U(a, b)."""
     _check_tensor(tensor, "uniform_")
-    return _fill(tensor, _C.uniform(tuple(tensor.shape), float(a), float(b), _draw_dtype(tensor), generator))
+    return _fill(tensor, _C.uniform(tuple(tensor.shape), float(a), float(b), _draw_dtype(tensor), generator, str(tensor.device)))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fills with N(mean, std²)."""
     _check_tensor(tensor, "normal_")
-    return _fill(tensor, _C.normal(tuple(tensor.shape), float(mean), float(std), _draw_dtype(tensor), generator))
+    return _fill(tensor, _C.normal(tuple(tensor.shape), float(mean), float(std), _draw_dtype(tensor), generator, str(tensor.device)))
 
 
 def _erfinv(y):
@@ -95,7 +96,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may be incorrect.", stacklevel=2)
     lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
-    u = _C.uniform(tuple(tensor.shape), 2 * lo - 1, 2 * hi - 1, ember.float64, generator)
+    u = _C.uniform(tuple(tensor.shape), 2 * lo - 1, 2 * hi - 1, ember.float64, generator, str(tensor.device))
     values = ember.clamp(_erfinv(u) * (std * math.sqrt(2.0)) + mean, a, b)
     return _fill(tensor, values)
 

@@ -112,7 +112,7 @@ fn index_put_with(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accu
         let keep = if accumulate {
             None
         } else {
-            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype())?;
+            let k = super::creation::full_on(x.shape(), super::binary::Scalar::Int(1), x.dtype(), x.device())?;
             put(&k, indices, &Tensor::scalar(0i64).to_dtype(x.dtype())?, false, wrap)?;
             Some(k)
         };
@@ -135,7 +135,8 @@ fn index_put_with(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accu
 fn put(x: &Tensor, indices: &[(usize, Tensor)], values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
     let backend = backend::serving(x, indices.iter().map(|(_, i)| i).chain([values]))?;
     let shape = IndexShape::new(x, indices)?;
-    let values = values.to_dtype(x.dtype())?;
+    // A 0-d CPU value (a Python number) goes with a tensor on any device: it moves there.
+    let values = values.to_dtype(x.dtype())?.to_device(x.device())?;
     let values = values.broadcast_to(&shape.out_shape).map_err(|_| {
         crate::error::Error::new(crate::ErrorKind::Runtime, format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", values.shape(), shape.out_shape))
     })?;
@@ -254,7 +255,7 @@ pub fn scatter_(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, op: Reduce, 
             c
         };
         let keep = if op == Reduce::Assign {
-            let k = super::creation::full(x.shape(), super::binary::Scalar::Int(1), x.dtype())?;
+            let k = super::creation::full_on(x.shape(), super::binary::Scalar::Int(1), x.dtype(), x.device())?;
             scatter_kernel(&k, dim, index, &Tensor::zeros_on(&[], x.dtype(), x.device())?.broadcast_to(index.shape())?, Reduce::Assign, true)?;
             Some(k)
         } else {
@@ -417,7 +418,7 @@ fn masked_fill_kernel(x: &Tensor, mask: &Tensor, value: &Tensor, out: &Tensor) -
     }
     let backend = backend::serving(out, [x, mask, value])?;
     let shape = out.shape();
-    let (m, xb, v) = (mask.broadcast_to(shape)?, x.broadcast_to(shape)?, value.to_dtype(out.dtype())?.broadcast_to(shape)?);
+    let (m, xb, v) = (mask.broadcast_to(shape)?, x.broadcast_to(shape)?, value.to_dtype(out.dtype())?.to_device(out.device())?.broadcast_to(shape)?);
     backend.where_(&m, &v, &xb, out)?;
     out.bump_version();
     Ok(())

@@ -66,7 +66,8 @@ fn coefficients(target: &Tensor, weight: Option<&Tensor>, reduction: Reduction, 
     let scale = if reduction == Reduction::Mean { 1.0 / total } else { 1.0 };
     let coef: Vec<f64> = t.iter().map(|&c| if c == ignore_index { 0.0 } else { -w.as_ref().map_or(1.0, |w| w[c as usize]) * scale }).collect();
     let safe: Vec<i64> = t.iter().map(|&c| if c == ignore_index { 0 } else { c }).collect();
-    Ok((Tensor::from_vec(coef, target.shape())?, Tensor::from_vec(safe, target.shape())?))
+    let device = target.device();
+    Ok((Tensor::from_vec(coef, target.shape())?.to_device(device)?, Tensor::from_vec(safe, target.shape())?.to_device(device)?))
 }
 
 fn nll_loss_kernel(input: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: Reduction, ignore_index: i64) -> Result<(Tensor, Tensor)> {
@@ -98,10 +99,11 @@ fn nll_loss_kernel(input: &Tensor, target: &Tensor, weight: Option<&Tensor>, red
         losses[i] = -x[(b * c + class as usize) * s + sp] * wc;
         total_weight += wc;
     }
-    let dtype = input.dtype();
-    let scalar = |v: f64| Tensor::scalar(v).to_dtype(dtype);
+    // Computed on the host (the input came back whole); the results live on the input's device.
+    let (dtype, device) = (input.dtype(), input.device());
+    let scalar = |v: f64| Tensor::scalar(v).to_dtype(dtype)?.to_device(device);
     let loss = match reduction {
-        Reduction::None => Tensor::from_vec(losses, target.shape())?.to_dtype(dtype)?,
+        Reduction::None => Tensor::from_vec(losses, target.shape())?.to_dtype(dtype)?.to_device(device)?,
         Reduction::Sum => scalar(losses.iter().sum())?,
         Reduction::Mean => scalar(losses.iter().sum::<f64>() / total_weight)?,
     };

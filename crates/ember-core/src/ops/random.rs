@@ -1,6 +1,5 @@
 //! Random numbers from a counter-based generator (Philox4x32-10): element `i` of a draw depends
 //! only on (seed, offset + i), so results are identical for every thread count and every run.
-use super::creation::from_index_fn;
 use crate::bail;
 use crate::device::Device;
 use crate::dtype::DType;
@@ -220,15 +219,20 @@ pub fn randperm(g: &mut Generator, n: usize, dtype: DType) -> Result<Tensor> {
     Ok(Tensor::from_vec(v, &[n])?.to_dtype(dtype)?)
 }
 
-/// Each element 1 with probability `p[i]` (which must lie in [0, 1]).
+/// Each element 1 with probability `p[i]` (which must lie in [0, 1]), on `p`'s device: a
+/// uniform draw below `p[i]`, so every device draws the same values for a seed.
 pub fn bernoulli(g: &mut Generator, p: &Tensor, dtype: DType) -> Result<Tensor> {
-    let probs = p.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
-    if probs.iter().any(|q| !(0.0..=1.0).contains(q)) {
+    use super::binary::{binary, BinaryOp, Operand, Scalar};
+    let probs = p.to_dtype(DType::F64)?;
+    let number = |v: f64| Operand::Scalar(Scalar::Float(v));
+    let at_least_0 = binary(BinaryOp::Ge, Operand::Tensor(&probs), number(0.0))?;
+    let at_most_1 = binary(BinaryOp::Le, Operand::Tensor(&probs), number(1.0))?;
+    let in_range = binary(BinaryOp::LogicalAnd, Operand::Tensor(&at_least_0), Operand::Tensor(&at_most_1))?;
+    if super::reduce::reduce(super::reduce::ReduceOp::All, &in_range, None, false, None)?.item_f64()? == 0.0 {
         bail!(Runtime, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
     }
-    let s = g.stream(probs.len());
-    let t = from_index_fn::<f64>(probs.len(), |i| (unit(s(i)) < probs[i]) as u8 as f64)?;
-    cast_vec(t, p.shape(), dtype)
+    let u = draw(g, Distribution::Uniform { low: 0.0, high: 1.0 }, p.shape(), DType::F64, p.device())?;
+    binary(BinaryOp::Lt, Operand::Tensor(&u), Operand::Tensor(&probs))?.to_dtype(dtype)
 }
 
 /// Draws `num_samples` category indices per row of `probs` (1-d or 2-d).

@@ -15,6 +15,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
 use crate::ops::conv::Geom;
 use crate::ops::reduce::ReduceOp;
+use crate::ops::embedding::BagMode;
+use crate::ops::index::{IndexShape, Reduce};
+use crate::ops::random::Distribution;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -358,5 +361,49 @@ impl Backend for Cuda {
 
     fn affine_rows(&self, x: &Tensor, scale: &[f64], shift: &[f64], out: &Tensor) -> Result<()> {
         super::norm::affine_rows(self, x, scale, shift, out)
+    }
+
+    fn lerp(&self, start: &Tensor, end: &Tensor, weight: &Tensor, out: &Tensor) -> Result<()> {
+        super::lerp::run(self, start, end, weight, out)
+    }
+
+    fn random(&self, dist: Distribution, key: u64, base: u64, out: &Tensor) -> Result<()> {
+        super::random::run(self, dist, key, base, out)
+    }
+
+    fn index(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, wrap: bool, out: &Tensor) -> Result<()> {
+        super::index::index(self, x, indices, shape, wrap, out)
+    }
+
+    fn index_put(&self, x: &Tensor, indices: &[(usize, Tensor)], shape: &IndexShape, values: &Tensor, accumulate: bool, wrap: bool) -> Result<()> {
+        super::index::index_put(self, x, indices, shape, values, accumulate, wrap)
+    }
+
+    fn gather(&self, x: &Tensor, dim: usize, index: &Tensor, out: &Tensor) -> Result<()> {
+        super::index::gather(self, x, dim, index, out)
+    }
+
+    fn scatter(&self, x: &Tensor, dim: usize, index: &Tensor, src: &Tensor, op: Reduce, include_self: bool) -> Result<()> {
+        super::index::scatter(self, x, dim, index, src, op, include_self)
+    }
+
+    fn nonzero(&self, x: &Tensor) -> Result<Tensor> {
+        super::index::nonzero(self, x)
+    }
+
+    fn masked_select(&self, x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        super::index::masked_select(self, x, mask)
+    }
+
+    fn tri(&self, x: &Tensor, diagonal: i64, upper: bool, out: &Tensor) -> Result<()> {
+        super::index::tri(self, x, diagonal, upper, out)
+    }
+
+    fn embedding_bag(&self, weight: &Tensor, idx: &[i64], bags: &[(usize, usize)], mode: BagMode, per_sample_weights: &[f64], padding_idx: Option<i64>, out: &Tensor) -> Result<()> {
+        super::index::embedding_bag(self, weight, idx, bags, mode, per_sample_weights, padding_idx, out)
+    }
+
+    fn embedding_renorm(&self, weight: &Tensor, rows: &[i64], max_norm: f64, norm_type: f64) -> Result<()> {
+        super::index::embedding_renorm(self, weight, rows, max_norm, norm_type)
     }
 }

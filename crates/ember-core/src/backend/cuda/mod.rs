@@ -21,14 +21,21 @@ mod dnn;
 #[cfg(feature = "cuda")]
 mod fill;
 #[cfg(feature = "cuda")]
+mod index;
+#[cfg(feature = "cuda")]
+mod lerp;
+#[cfg(feature = "cuda")]
 pub mod libs;
 #[cfg(feature = "cuda")]
 mod norm;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
 #[cfg(feature = "cuda")]
-pub mod runtime;
+mod random;
+#[cfg(feature = "cuda")]
 mod reduce;
+#[cfg(feature = "cuda")]
+pub mod runtime;
 #[cfg(feature = "cuda")]
 mod strided;
 #[cfg(feature = "cuda")]
@@ -90,8 +97,18 @@ pub struct Family {
 
 /// Every kernel family of the backend.
 #[cfg(feature = "cuda")]
-pub const FAMILIES: [Family; 7] =
-    [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY, reduce::FAMILY, norm::FAMILY];
+pub const FAMILIES: [Family; 10] = [
+    copy::FAMILY,
+    fill::FAMILY,
+    unary::FAMILY,
+    binary::FAMILY,
+    where_::FAMILY,
+    reduce::FAMILY,
+    norm::FAMILY,
+    random::FAMILY,
+    index::FAMILY,
+    lerp::FAMILY,
+];
 
 /// `get_device_properties`: what a script reads of a device.
 #[derive(Clone, Debug)]
