@@ -223,7 +223,8 @@ impl PyTensor {
             DType::Bool => (v != 0.0).into_pyobject(py)?.to_owned().into_any().unbind(),
             d if d.is_float() => v.into_pyobject(py)?.into_any().unbind(),
             _ => {
-                let i: i64 = ember_core::with_dtype!(self.t.dtype(), T, unsafe { ember_core::Element::to_i64(*self.t.data_ptr::<T>()) });
+                let host = self.t.to_device(ember_core::Device::Cpu).py()?;
+                let i: i64 = ember_core::with_dtype!(host.dtype(), T, unsafe { ember_core::Element::to_i64(*host.data_ptr::<T>()) });
                 i.into_pyobject(py)?.into_any().unbind()
             }
         })

@@ -207,11 +207,11 @@ def matrices(dtype, shape, seed):
     return ember.randn(*shape, generator=g, dtype=ember.float64).to(dtype)
 
 
-# Each operand row-major, transposed (column-major), or a strided slice (copied first).
+# Each operand row-major, transposed (column-major), or with no unit stride (copied first).
 LAYOUTS = {
     "rows": lambda t: t,
     "cols": lambda t: t.transpose(-1, -2).contiguous().transpose(-1, -2),
-    "slice": lambda t: ember.cat([t, t], -1)[..., ::2],
+    "slice": lambda t: ember.stack([t, t], -1)[..., 0],
 }
 
 

@@ -26,7 +26,7 @@ def rand(*shape, seed=0):
 def close(gpu, cpu, dtype, scale=1.0):
     assert gpu.device.type == "cuda" and gpu.shape == cpu.shape
     tol = TOLERANCE[dtype] * scale
-    np.testing.assert_allclose(gpu.cpu().double().numpy(), cpu.double().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(gpu.detach().cpu().double().numpy(), cpu.detach().double().numpy(), rtol=tol, atol=tol)
 
 
 CASES = [

@@ -135,7 +135,8 @@ def _pickle(obj, protocol, legacy):
 
 
 def _bytes(ref):
-    return memoryview(np.asarray(ref.data))
+    data = ref.data
+    return memoryview(np.asarray(data if data.device.type == "cpu" else data.cpu()))
 
 
 def _write_zip(obj, out, protocol, byteorder=True):

@@ -13,7 +13,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let kernel = || {
         let (shape, dtype) = cat_shape(tensors, dim)?;
-        let out = Tensor::uninit(&shape, dtype)?;
+        let out = Tensor::empty_on(&shape, dtype, crate::backend::common_device(&refs)?)?;
         cat_kernel(tensors, dim, &out)?;
         Ok(out)
     };
@@ -224,7 +224,7 @@ fn roll_one(x: &Tensor, shift: i64, d: usize) -> Result<Tensor> {
         return Ok(x.clone());
     }
     let s = shift.rem_euclid(n);
-    let out = Tensor::uninit(x.shape(), x.dtype())?;
+    let out = Tensor::empty_on(x.shape(), x.dtype(), x.device())?;
     out.narrow(d as i64, 0, s)?.copy_(&x.narrow(d as i64, n - s, s)?)?;
     out.narrow(d as i64, s, n - s)?.copy_(&x.narrow(d as i64, 0, n - s)?)?;
     Ok(out)
@@ -247,7 +247,7 @@ fn repeat_kernel(x: &Tensor, repeats: &[i64]) -> Result<Tensor> {
     let sizes: Vec<i64> = std::iter::repeat_n(1, lead).chain(x.shape().iter().map(|&s| s as i64)).collect();
     let out_shape = repeats.iter().zip(&sizes).map(|(&r, &s)| r.checked_mul(s).map(|n| n as usize)).collect::<Option<Vec<usize>>>();
     let out_shape = out_shape.ok_or_else(|| crate::layout::size_overflow(repeats))?;
-    let out = Tensor::uninit(&out_shape, x.dtype())?;
+    let out = Tensor::empty_on(&out_shape, x.dtype(), x.device())?;
     if out.numel() == 0 {
         return Ok(out);
     }

@@ -3,23 +3,36 @@
 // `ai`/`bi` for integer ops). Float ops compute in float (double for float64), integer ops in
 // i64 (wrapping, as the CPU's); comparisons and logical ops write bool.
 
-template <class T, class C>
-__device__ __forceinline__ C operand(const T* p, Strided l, i64 i, C scalar) {
-    return p ? cast<C>(p[at(l, i)]) : scalar;
+// `out = f(a, b)` elementwise, a number standing in for an operand whose pointer is null; through
+// the contiguous loop where every operand allows it (a number's layout is `out`'s).
+template <class T, class O, class C, class F>
+__device__ __forceinline__ void zip(const T* a, const Strided& la, C as, const T* b, const Strided& lb, C bs, O* out,
+                                    const Strided& lo, i64 n, F f) {
+    if (la.ndim == 0 && lb.ndim == 0 && lo.ndim == 0) {
+        const T* pa = a ? a + la.offset : a;
+        const T* pb = b ? b + lb.offset : b;
+        out += lo.offset;
+        for_each_element(n, [&](i64 i) { out[i] = f(pa ? cast<C>(pa[i]) : as, pb ? cast<C>(pb[i]) : bs); });
+    } else {
+        for_each_element(n, [&](i64 i) {
+            out[at(lo, i)] = f(a ? cast<C>(a[at(la, i)]) : as, b ? cast<C>(b[at(lb, i)]) : bs);
+        });
+    }
 }
 
 template <class T, class O, class Op>
-__device__ void float_zip(const T* a, Strided la, double af, const T* b, Strided lb, double bf, O* out, Strided lo,
-                          i64 n) {
+__device__ void float_zip(const T* a, const Strided& la, double af, const T* b, const Strided& lb, double bf, O* out,
+                          const Strided& lo, i64 n) {
     typedef typename Compute<T>::type C;
     Op op;
-    FOR_EACH_ELEMENT(i, n) out[at(lo, i)] = cast<O>(op(operand(a, la, i, (C)af), operand(b, lb, i, (C)bf)));
+    zip(a, la, (C)af, b, lb, (C)bf, out, lo, n, [&](C x, C y) { return cast<O>(op(x, y)); });
 }
 
 template <class T, class O, class Op>
-__device__ void int_zip(const T* a, Strided la, i64 ai, const T* b, Strided lb, i64 bi, O* out, Strided lo, i64 n) {
+__device__ void int_zip(const T* a, const Strided& la, i64 ai, const T* b, const Strided& lb, i64 bi, O* out,
+                        const Strided& lo, i64 n) {
     Op op;
-    FOR_EACH_ELEMENT(i, n) out[at(lo, i)] = (O)op(operand(a, la, i, ai), operand(b, lb, i, bi));
+    zip(a, la, ai, b, lb, bi, out, lo, n, [&](i64 x, i64 y) { return (O)op(x, y); });
 }
 
 // ---- float ops ----

@@ -68,10 +68,17 @@ struct Strided {
     i64 strides[MAX_DIMS];
 };
 
-// Out of line, so a family's many kernels share one copy of the 64-bit divisions.
+// Out of line, so a family's many kernels share one copy of the divisions; 32-bit ones while the
+// index and the dim fit (almost always), which cost a fraction of 64-bit ones.
 __device__ __noinline__ i64 strided_at(const Strided& s, i64 i) {
     i64 off = s.offset;
-    for (int d = (int)s.ndim - 1; d >= 0; --d) {
+    int d = (int)s.ndim - 1;
+    for (; d >= 0 && i <= 0xffffffffll && s.shape[d] <= 0xffffffffll; --d) {
+        unsigned u = (unsigned)i, n = (unsigned)s.shape[d];
+        off += (i64)(u % n) * s.strides[d];
+        i = u / n;
+    }
+    for (; d >= 0; --d) {
         i64 n = s.shape[d];
         off += (i % n) * s.strides[d];
         i /= n;
@@ -84,6 +91,23 @@ __device__ __forceinline__ i64 at(const Strided& s, i64 i) { return s.ndim == 0 
 // Every thread takes elements i, i + threads, ...: any grid covers any n.
 #define FOR_EACH_ELEMENT(i, n) \
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
+
+// `f(i)` for every element i < n, as FOR_EACH_ELEMENT, four steps per trip so the loads of four
+// elements can be in flight together.
+template <class F> __device__ __forceinline__ void for_each_element(i64 n, F f) {
+    i64 step = (i64)gridDim.x * blockDim.x, i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * step < n; i += 4 * step) {
+        f(i);
+        f(i + step);
+        f(i + 2 * step);
+        f(i + 3 * step);
+    }
+    for (; i < n; i += step) f(i);
+}
+
+// Elementwise families take one loop for operands all laid out contiguously (element i at
+// offset + i, no layout reads) and one through `at` for the rest. Layouts are passed by
+// reference: a copy per element would cost more than the element.
 
 // (C type, Ember's dtype name) of every real dtype, for the families to instantiate.
 #define FOR_EACH_DTYPE(X) \

@@ -1,7 +1,13 @@
 // Strided copy with a dtype cast: `dst[i] = cast(src[i])`, `copy_<src>_<dst>`.
 template <class I, class O>
-__device__ void copy_strided(const I* src, Strided s, O* dst, Strided d, i64 n) {
-    FOR_EACH_ELEMENT(i, n) dst[at(d, i)] = cast<O>(src[at(s, i)]);
+__device__ void copy_strided(const I* src, const Strided& s, O* dst, const Strided& d, i64 n) {
+    if (s.ndim == 0 && d.ndim == 0) {
+        src += s.offset;
+        dst += d.offset;
+        for_each_element(n, [&](i64 i) { dst[i] = cast<O>(src[i]); });
+    } else {
+        for_each_element(n, [&](i64 i) { dst[at(d, i)] = cast<O>(src[at(s, i)]); });
+    }
 }
 
 #define COPY(TI, NI, TO, NO) \

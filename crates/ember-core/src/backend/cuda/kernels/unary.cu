@@ -2,27 +2,36 @@
 // float ops compute in float (double for float64) with up to three double parameters; integer
 // ops compute in i64, wrapping, with two i64 parameters; predicates write bool.
 
-template <class T, class Op>
-__device__ void float_map(const T* x, Strided lx, T* y, Strided ly, i64 n, double p0, double p1, double p2) {
-    typedef typename Compute<T>::type C;
-    Op op;
-    FOR_EACH_ELEMENT(i, n) {
-        C v = cast<C>(x[at(lx, i)]);
-        y[at(ly, i)] = cast<T>(op(v, (C)p0, (C)p1, (C)p2));
+// `y = f(x)` elementwise, through the contiguous loop where both operands allow it.
+template <class X, class Y, class F>
+__device__ __forceinline__ void map(const X* x, const Strided& lx, Y* y, const Strided& ly, i64 n, F f) {
+    if (lx.ndim == 0 && ly.ndim == 0) {
+        x += lx.offset;
+        y += ly.offset;
+        for_each_element(n, [&](i64 i) { y[i] = f(x[i]); });
+    } else {
+        for_each_element(n, [&](i64 i) { y[at(ly, i)] = f(x[at(lx, i)]); });
     }
 }
 
 template <class T, class Op>
-__device__ void int_map(const T* x, Strided lx, T* y, Strided ly, i64 n, i64 p0, i64 p1) {
+__device__ void float_map(const T* x, const Strided& lx, T* y, const Strided& ly, i64 n, double p0, double p1, double p2) {
+    typedef typename Compute<T>::type C;
     Op op;
-    FOR_EACH_ELEMENT(i, n) y[at(ly, i)] = (T)op((i64)x[at(lx, i)], p0, p1);
+    map(x, lx, y, ly, n, [&](T v) { return cast<T>(op(cast<C>(v), (C)p0, (C)p1, (C)p2)); });
 }
 
 template <class T, class Op>
-__device__ void predicate_map(const T* x, Strided lx, bool* y, Strided ly, i64 n) {
+__device__ void int_map(const T* x, const Strided& lx, T* y, const Strided& ly, i64 n, i64 p0, i64 p1) {
+    Op op;
+    map(x, lx, y, ly, n, [&](T v) { return (T)op((i64)v, p0, p1); });
+}
+
+template <class T, class Op>
+__device__ void predicate_map(const T* x, const Strided& lx, bool* y, const Strided& ly, i64 n) {
     typedef typename Compute<T>::type C;
     Op op;
-    FOR_EACH_ELEMENT(i, n) y[at(ly, i)] = op(cast<C>(x[at(lx, i)]));
+    map(x, lx, y, ly, n, [&](T v) { return op(cast<C>(v)); });
 }
 
 // ---- float ops: `v` and the parameters `a`, `b`, `c` in the compute type ----
