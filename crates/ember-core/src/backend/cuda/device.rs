@@ -13,6 +13,8 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops::binary::{BinaryOp, Operand, Scalar};
+use crate::ops::pool::{Axis, Divisor};
+use crate::ops::resize::Taps;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -307,5 +309,25 @@ impl Backend for Cuda {
 
     fn bmm(&self, a: &Tensor, b: &Tensor, out: &Tensor, accumulate: bool) -> Result<()> {
         super::blas::bmm(self, a, b, out, accumulate)
+    }
+
+    fn pad(&self, x: &Tensor, maps: &[Vec<Option<usize>>], fill: Scalar, out: &Tensor) -> Result<()> {
+        super::pad::run(self, x, maps, fill, out)
+    }
+
+    fn resample(&self, x: &Tensor, taps: &Taps) -> Result<Tensor> {
+        super::resample::run(self, x, taps)
+    }
+
+    fn max_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3]) -> Result<(Tensor, Tensor)> {
+        super::pool::max_pool(self, x, dims, windows)
+    }
+
+    fn mean_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3], divisor: Divisor) -> Result<Tensor> {
+        super::pool::mean_pool(self, x, dims, windows, divisor)
+    }
+
+    fn max_pool_backward(&self, g: &Tensor, indices: &Tensor, inputs: usize) -> Result<Tensor> {
+        super::pool::max_pool_backward(self, g, indices, inputs)
     }
 }

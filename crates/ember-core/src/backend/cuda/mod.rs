@@ -23,6 +23,12 @@ pub mod libs;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
 #[cfg(feature = "cuda")]
+mod pad;
+#[cfg(feature = "cuda")]
+mod pool;
+#[cfg(feature = "cuda")]
+mod resample;
+#[cfg(feature = "cuda")]
 pub mod runtime;
 #[cfg(feature = "cuda")]
 mod strided;
@@ -70,7 +76,8 @@ pub struct Family {
 
 /// Every kernel family of the backend.
 #[cfg(feature = "cuda")]
-pub const FAMILIES: [Family; 5] = [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY];
+pub const FAMILIES: [Family; 8] =
+    [copy::FAMILY, fill::FAMILY, unary::FAMILY, binary::FAMILY, where_::FAMILY, pool::FAMILY, pad::FAMILY, resample::FAMILY];
 
 /// `get_device_properties`: what a script reads of a device.
 #[derive(Clone, Debug)]
