@@ -18,6 +18,8 @@ use crate::ops::reduce::ReduceOp;
 use crate::ops::embedding::BagMode;
 use crate::ops::index::{IndexShape, Reduce};
 use crate::ops::random::Distribution;
+use crate::ops::pool::{Axis, Divisor};
+use crate::ops::resize::Taps;
 use crate::ops::unary::UnaryOp;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -405,5 +407,25 @@ impl Backend for Cuda {
 
     fn embedding_renorm(&self, weight: &Tensor, rows: &[i64], max_norm: f64, norm_type: f64) -> Result<()> {
         super::index::embedding_renorm(self, weight, rows, max_norm, norm_type)
+    }
+
+    fn pad(&self, x: &Tensor, maps: &[Vec<Option<usize>>], fill: Scalar, out: &Tensor) -> Result<()> {
+        super::pad::run(self, x, maps, fill, out)
+    }
+
+    fn resample(&self, x: &Tensor, taps: &Taps) -> Result<Tensor> {
+        super::resample::run(self, x, taps)
+    }
+
+    fn max_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3]) -> Result<(Tensor, Tensor)> {
+        super::pool::max_pool(self, x, dims, windows)
+    }
+
+    fn mean_pool(&self, x: &Tensor, dims: usize, windows: &[Axis; 3], divisor: Divisor) -> Result<Tensor> {
+        super::pool::mean_pool(self, x, dims, windows, divisor)
+    }
+
+    fn max_pool_backward(&self, g: &Tensor, indices: &Tensor, inputs: usize) -> Result<Tensor> {
+        super::pool::max_pool_backward(self, g, indices, inputs)
     }
 }

@@ -31,9 +31,15 @@ mod norm;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
 #[cfg(feature = "cuda")]
+mod pad;
+#[cfg(feature = "cuda")]
+mod pool;
+#[cfg(feature = "cuda")]
 mod random;
 #[cfg(feature = "cuda")]
 mod reduce;
+#[cfg(feature = "cuda")]
+mod resample;
 #[cfg(feature = "cuda")]
 pub mod runtime;
 #[cfg(feature = "cuda")]
@@ -97,7 +103,7 @@ pub struct Family {
 
 /// Every kernel family of the backend.
 #[cfg(feature = "cuda")]
-pub const FAMILIES: [Family; 10] = [
+pub const FAMILIES: [Family; 13] = [
     copy::FAMILY,
     fill::FAMILY,
     unary::FAMILY,
@@ -108,6 +114,9 @@ pub const FAMILIES: [Family; 10] = [
     random::FAMILY,
     index::FAMILY,
     lerp::FAMILY,
+    pool::FAMILY,
+    pad::FAMILY,
+    resample::FAMILY,
 ];
 
 /// `get_device_properties`: what a script reads of a device.

@@ -40,6 +40,8 @@ pub(crate) fn matrix_of(n_in: usize, dtype: crate::DType, op: impl Fn(&Tensor) -
 /// Records `y = (M_1 ⊗ ... ⊗ M_k) x · factor` over the last `k = matrices.len()` dims.
 pub(crate) fn record_separable(name: &'static str, x: &Tensor, matrices: Vec<Tensor>, factor: f64, y: &Tensor) -> Result<()> {
     let first = x.ndim() - matrices.len();
+    // `matrix_of` builds the (small) matrices on the host; the gradient meets them on x's device.
+    let matrices = matrices.iter().map(|m| m.to_device(x.device())).collect::<Result<Vec<_>>>()?;
     record(name, &[x], &[y], &[], move |_, g| {
         let mut g = g[0].clone();
         for (i, m) in matrices.iter().enumerate() {
@@ -70,7 +72,8 @@ pub(crate) fn record_pad(x: &Tensor, pads: &[i64], mode: PadMode, y: &Tensor) ->
         .reshape(&[1, -1])?;
         let valid = super::cmp(BinaryOp::Ge, &m, 0.0)?;
         let safe = crate::ops::binary::where_(&valid, crate::ops::binary::Operand::Tensor(&m), crate::ops::binary::Operand::Scalar(Scalar::Int(0)))?;
-        (safe, valid)
+        // Built on the host; the gradient meets them on x's device.
+        (safe.to_device(x.device())?, valid.to_device(x.device())?)
     };
     let shape = x.shape().to_vec();
     let dims_i: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
