@@ -20,7 +20,9 @@ $PY -c "import ember; print('ember from', ember.__file__, '| devices:', ember.cu
 # first, one process per family (each op below needs one family; the disk cache keeps them).
 for op in "x.t().contiguous()" "x.fill_(2)" "x.exp()" "x + x" "ember.where(x > 0, x, x)" "x.sum(0)" \
           "x.softmax(-1)" "ember.rand(3, device='cuda')" "x[ember.tensor([0], device='cuda')]" "ember.lerp(x, x, 0.5)" \
-          "ember.nn.functional.max_pool2d(x[None, None], 2)"; do
+          "ember.nn.functional.max_pool2d(x[None, None], 2)" \
+          "ember.nn.functional.pad(x, (1, 1))" "ember.nn.functional.interpolate(x[None, None], scale_factor=2.0)" \
+          "ember.nn.functional.conv2d(x[None, None], x[None, None, :3, :3])"; do
   $PY -c "import ember; x = ember.zeros(4, 4, device='cuda'); $op; ember.cuda.synchronize()" > /dev/null 2>&1 &
 done
 wait
