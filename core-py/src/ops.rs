@@ -163,8 +163,10 @@ fn arg_reduce(py: Python<'_>, x: &PyTensor, dim: Option<i64>, keepdim: bool, is_
 
 // ---- creation ----
 
+/// `torch.full` on `device` (made there: a CUDA tensor is filled by its kernel, not uploaded).
 #[pyfunction]
-fn full(py: Python<'_>, shape: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, dtype: PyDType) -> PyResult<PyTensor> {
+#[pyo3(signature = (shape, value, dtype, device="cpu"))]
+fn full(py: Python<'_>, shape: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, dtype: PyDType, device: &str) -> PyResult<PyTensor> {
     let shape = sizes(&shape_arg(shape, "size")?)?;
     let v = match arg(value, "fill_value")? {
         Arg::Scalar(s) => s,
@@ -173,17 +175,20 @@ fn full(py: Python<'_>, shape: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, dtyp
     };
     v.to_tensor_checked(dtype.0).py()?; // the value must fit the dtype, as PyTorch's fill_ checks
     let n = shape.iter().product();
-    Ok(wrap(nogil(py, n, || creation::full(&shape, v, dtype.0)).py()?))
+    let device = Device::parse(device).py()?;
+    Ok(wrap(nogil(py, n, || creation::full_on(&shape, v, dtype.0, device)).py()?))
 }
 
 #[pyfunction]
-fn zeros(shape: &Bound<'_, PyAny>, dtype: PyDType) -> PyResult<PyTensor> {
-    Ok(wrap(Tensor::zeros(&sizes(&shape_arg(shape, "size")?)?, dtype.0).py()?))
+#[pyo3(signature = (shape, dtype, device="cpu"))]
+fn zeros(shape: &Bound<'_, PyAny>, dtype: PyDType, device: &str) -> PyResult<PyTensor> {
+    Ok(wrap(Tensor::zeros_on(&sizes(&shape_arg(shape, "size")?)?, dtype.0, Device::parse(device).py()?).py()?))
 }
 
 #[pyfunction]
-fn empty(shape: &Bound<'_, PyAny>, dtype: PyDType) -> PyResult<PyTensor> {
-    Ok(wrap(Tensor::uninit(&sizes(&shape_arg(shape, "size")?)?, dtype.0).py()?))
+#[pyo3(signature = (shape, dtype, device="cpu"))]
+fn empty(shape: &Bound<'_, PyAny>, dtype: PyDType, device: &str) -> PyResult<PyTensor> {
+    Ok(wrap(Tensor::empty_on(&sizes(&shape_arg(shape, "size")?)?, dtype.0, Device::parse(device).py()?).py()?))
 }
 
 #[pyfunction]

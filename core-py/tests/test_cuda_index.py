@@ -197,7 +197,7 @@ def test_indexing_gradients():
     cols = ember.tensor([[0, 3], [1, 1], [2, 0], [3, 3], [0, 0]])
     results = []
     for d in ("cpu", "cuda"):
-        x, v, s = (t.to(d).requires_grad_() for t in (base, values, src))
+        x, v, s = (t.detach().to(d).requires_grad_() for t in (base, values, src))
         y = x * 1.0
         y[idx.to(d)] = v  # put: x's gradient masked where overwritten
         w = (x * 1.0).scatter(1, ember.tensor([[1], [0], [2], [3], [1]]).to(d), s[:, :1])
@@ -275,7 +275,7 @@ def test_embedding_forward_and_backward_with_repeated_indices():
     for padding_idx in (None, 1):
         grads = []
         for d in ("cpu", "cuda"):
-            w = weight.to(d).requires_grad_()
+            w = weight.detach().to(d).requires_grad_()
             y = F.embedding(idx.to(d), w, padding_idx=padding_idx)
             y.backward(g_out.to(d))
             grads.append((y, w.grad))
@@ -315,7 +315,7 @@ def test_cross_entropy_forward_and_backward(weighted):
     weight = ember.rand(5) + 0.5 if weighted else None
     results = []
     for d in ("cpu", "cuda"):
-        x = logits.to(d).requires_grad_()
+        x = logits.detach().to(d).requires_grad_()
         loss = F.cross_entropy(x, target.to(d), weight=None if weight is None else weight.to(d), ignore_index=-100)
         loss.backward()
         results.append((loss, x.grad))

@@ -154,6 +154,11 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
+def _made_on(device):
+    """The device string a factory makes its tensor on (made there, not moved after)."""
+    return "cpu" if device is None else str(check(device))
+
+
 def _factory(fn, args, size, dtype, device, requires_grad, default=None):
     shape = _size(args, size, fn.__name__)
     return _finish(fn(shape, _check_dtype(dtype) or default or _default_dtype), None, device, requires_grad)
@@ -162,20 +167,20 @@ def _factory(fn, args, size, dtype, device, requires_grad, default=None):
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     if out is not None:
         return write_out("zeros", out, zeros(*size, dtype=dtype or out.dtype, device=device))
-    return _factory(_C.zeros, size, None, dtype, device, requires_grad)
+    return _factory(lambda s, d: _C.zeros(s, d, _made_on(device)), size, None, dtype, device, requires_grad)
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     if out is not None:
         return write_out("ones", out, ones(*size, dtype=dtype or out.dtype, device=device))
-    return _factory(lambda s, d: _C.full(s, 1, d), size, None, dtype, device, requires_grad)
+    return _factory(lambda s, d: _C.full(s, 1, d, _made_on(device)), size, None, dtype, device, requires_grad)
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=_mf.contiguous_format):
     if out is not None:
         shape = _size(size, None, "empty")
         return out if tuple(out.shape) == shape else write_out("empty", out, empty(*size, dtype=dtype or out.dtype, device=device))
-    make = lambda shape, dtype: _mf.empty_in(lambda s: _C.empty(s, dtype), shape, memory_format)  # noqa: E731
+    make = lambda shape, dtype: _mf.empty_in(lambda s: _C.empty(s, dtype, _made_on(device)), shape, memory_format)  # noqa: E731
     make.__name__ = "empty"
     return _factory(make, size, None, dtype, device, requires_grad)
 
@@ -194,7 +199,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
         else:
             dtype = _default_dtype
     shape = _size((size,), None, "full")
-    return _finish(_C.full(shape, fill_value, _check_dtype(dtype)), None, device, requires_grad)
+    return _finish(_C.full(shape, fill_value, _check_dtype(dtype), _made_on(device)), None, device, requires_grad)
 
 
 def _like(input, dtype):
@@ -205,22 +210,22 @@ def _like(input, dtype):
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=_mf.preserve_format):
     shape, d = _like(input, dtype)
-    return _finish(_mf.empty_in(lambda s: _C.zeros(s, d), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.zeros(s, d, _made_on(input.device if device is None else device)), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=_mf.preserve_format):
     shape, d = _like(input, dtype)
-    return _finish(_mf.empty_in(lambda s: _C.full(s, 1, d), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.full(s, 1, d, _made_on(input.device if device is None else device)), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, d = _like(input, dtype)
-    return _finish(_mf.empty_in(lambda s: _C.full(s, fill_value, d), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.full(s, fill_value, d, _made_on(input.device if device is None else device)), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=_mf.preserve_format):
     shape, d = _like(input, dtype)
-    return _finish(_mf.empty_in(lambda s: _C.empty(s, d), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
+    return _finish(_mf.empty_in(lambda s: _C.empty(s, d, _made_on(input.device if device is None else device)), shape, memory_format, input), None, input.device if device is None else device, requires_grad)
 
 
 def _number(x, name):

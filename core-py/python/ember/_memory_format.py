@@ -105,7 +105,7 @@ def suggest(t):
 
 def restride(t, fmt):
     """A copy of `t` laid out in `fmt` (not `preserve_format`); differentiable (a recorded copy_)."""
-    return empty_in(lambda shape: _C.empty(shape, t.dtype), t.shape, fmt).copy_(t)
+    return empty_in(lambda shape: _C.empty(shape, t.dtype, str(t.device)), t.shape, fmt).copy_(t)
 
 
 def contiguous(t, memory_format=contiguous_format):

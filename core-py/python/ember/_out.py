@@ -31,4 +31,4 @@ def resize_out(target, shape):
             UserWarning,
             stacklevel=4,
         )
-    target._set_data(_C.empty(shape, target.dtype))
+    target._set_data(_C.empty(shape, target.dtype, str(target.device)))

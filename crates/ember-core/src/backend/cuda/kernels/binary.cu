@@ -12,7 +12,7 @@ __device__ __forceinline__ void zip(const T* a, const Strided& la, C as, const T
         const T* pa = a ? a + la.offset : a;
         const T* pb = b ? b + lb.offset : b;
         out += lo.offset;
-        for_each_element(n, [&](i64 i) { out[i] = f(pa ? cast<C>(pa[i]) : as, pb ? cast<C>(pb[i]) : bs); });
+        for_each_loaded(n, [&](i64 i) { return f(pa ? cast<C>(pa[i]) : as, pb ? cast<C>(pb[i]) : bs); }, [&](i64 i, O v) { out[i] = v; });
     } else {
         for_each_element(n, [&](i64 i) {
             out[at(lo, i)] = f(a ? cast<C>(a[at(la, i)]) : as, b ? cast<C>(b[at(lb, i)]) : bs);

@@ -92,17 +92,28 @@ __device__ __forceinline__ i64 at(const Strided& s, i64 i) { return s.ndim == 0 
 #define FOR_EACH_ELEMENT(i, n) \
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
 
-// `f(i)` for every element i < n, as FOR_EACH_ELEMENT, four steps per trip so the loads of four
-// elements can be in flight together.
+// `f(i)` for every element i < n, as FOR_EACH_ELEMENT.
 template <class F> __device__ __forceinline__ void for_each_element(i64 n, F f) {
+    FOR_EACH_ELEMENT(i, n) f(i);
+}
+
+// `store(i, load(i))` for every element i < n, four elements a trip, all four loaded before any
+// is stored: a load per thread in flight is too few to keep HBM busy, and loads cannot pass a
+// store the compiler cannot prove apart from them.
+template <class Load, class Store>
+__device__ __forceinline__ void for_each_loaded(i64 n, Load load, Store store) {
     i64 step = (i64)gridDim.x * blockDim.x, i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     for (; i + 3 * step < n; i += 4 * step) {
-        f(i);
-        f(i + step);
-        f(i + 2 * step);
-        f(i + 3 * step);
+        auto v0 = load(i);
+        auto v1 = load(i + step);
+        auto v2 = load(i + 2 * step);
+        auto v3 = load(i + 3 * step);
+        store(i, v0);
+        store(i + step, v1);
+        store(i + 2 * step, v2);
+        store(i + 3 * step, v3);
     }
-    for (; i < n; i += step) f(i);
+    for (; i < n; i += step) store(i, load(i));
 }
 
 // Elementwise families take one loop for operands all laid out contiguously (element i at

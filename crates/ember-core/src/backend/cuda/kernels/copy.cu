@@ -4,7 +4,7 @@ __device__ void copy_strided(const I* src, const Strided& s, O* dst, const Strid
     if (s.ndim == 0 && d.ndim == 0) {
         src += s.offset;
         dst += d.offset;
-        for_each_element(n, [&](i64 i) { dst[i] = cast<O>(src[i]); });
+        for_each_loaded(n, [&](i64 i) { return cast<O>(src[i]); }, [&](i64 i, O v) { dst[i] = v; });
     } else {
         for_each_element(n, [&](i64 i) { dst[at(d, i)] = cast<O>(src[at(s, i)]); });
     }

@@ -8,7 +8,7 @@ __device__ __forceinline__ void map(const X* x, const Strided& lx, Y* y, const S
     if (lx.ndim == 0 && ly.ndim == 0) {
         x += lx.offset;
         y += ly.offset;
-        for_each_element(n, [&](i64 i) { y[i] = f(x[i]); });
+        for_each_loaded(n, [&](i64 i) { return f(x[i]); }, [&](i64 i, Y v) { y[i] = v; });
     } else {
         for_each_element(n, [&](i64 i) { y[at(ly, i)] = f(x[at(lx, i)]); });
     }

@@ -7,7 +7,7 @@ __device__ void where_strided(const bool* c, const Strided& lc, const T* a, cons
         a += la.offset;
         b += lb.offset;
         out += lo.offset;
-        for_each_element(n, [&](i64 i) { out[i] = c[i] ? a[i] : b[i]; });
+        for_each_loaded(n, [&](i64 i) { return c[i] ? a[i] : b[i]; }, [&](i64 i, T v) { out[i] = v; });
     } else {
         for_each_element(n, [&](i64 i) { out[at(lo, i)] = c[at(lc, i)] ? a[at(la, i)] : b[at(lb, i)]; });
     }
