@@ -186,7 +186,8 @@ impl ViewMap {
         }
     }
 
-    /// For each element of the view (in units), the flat index of the base's element there.
+    /// For each element of the view (in units), the flat index of the base's element there (a
+    /// CPU tensor: the gradients' users move it to their device).
     fn positions(&self) -> Result<Tensor> {
         if let Some((b, v)) = self.unrelated {
             bail!(Runtime, "derivative for a {v} view of a {b} tensor is not implemented");
@@ -202,14 +203,14 @@ impl ViewMap {
     /// zero elsewhere.
     fn to_base(&self, g: &Tensor) -> Result<Tensor> {
         let g = if self.view_floats { view_as_real(g)? } else { g.clone() };
-        let gb = take_adjoint(&g, &self.positions()?, self.base.shape())?;
+        let gb = take_adjoint(&g, &self.positions()?.to_device(g.device())?, self.base.shape())?;
         if self.base_floats { view_as_complex(&gb) } else { Ok(gb) }
     }
 
     /// The view's part of the base's gradient `g`.
     fn to_view(&self, g: &Tensor) -> Result<Tensor> {
         let g = if self.base_floats { view_as_real(g)? } else { g.clone() };
-        let gv = take(&g, &self.positions()?)?;
+        let gv = take(&g, &self.positions()?.to_device(g.device())?)?;
         if self.view_floats { view_as_complex(&gv) } else { Ok(gv) }
     }
 
@@ -220,7 +221,8 @@ impl ViewMap {
             let _raw = untracked();
             let dtype = g.dtype().to_real();
             let k = crate::ops::creation::full_on(g.shape(), Scalar::Int(1), dtype, g.device())?;
-            crate::ops::index::index_fill_(&k.reshape(&[-1])?, 0, &self.positions()?.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(dtype)?)?;
+            let positions = self.positions()?.to_device(g.device())?;
+            crate::ops::index::index_fill_(&k.reshape(&[-1])?, 0, &positions.reshape(&[-1])?, &Tensor::scalar(0i64).to_dtype(dtype)?)?;
             k
         };
         let out = binary(BinaryOp::Mul, Operand::Tensor(&g), Operand::Tensor(&keep))?;

@@ -14,6 +14,7 @@ use crate::ops::conv::Geom;
 use crate::tensor::Tensor;
 use cudarc::cudnn::{result as dnn, sys};
 use std::ffi::{c_int, c_void};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// cuDNN's version (`90800` for 9.8.0), or None where the library cannot be loaded.
@@ -25,8 +26,15 @@ fn dnn_error(call: &str, e: dnn::CudnnError) -> Error {
     Error::new(ErrorKind::Runtime, format!("cuDNN error: {call} failed: {:?}", e.0))
 }
 
-/// A device's cuDNN handle: one thread at a time may use it, as cuDNN requires.
-pub struct Handle(Mutex<sys::cudnnHandle_t>);
+/// A device's cuDNN handle (one thread at a time may use it, as cuDNN requires), and the
+/// algorithm chosen for each geometry of each pass: asking cuDNN's heuristics costs more than a
+/// small convolution.
+pub struct Handle {
+    raw: Mutex<sys::cudnnHandle_t>,
+    forward: Mutex<HashMap<String, sys::cudnnConvolutionFwdAlgoPerf_t>>,
+    backward_data: Mutex<HashMap<String, sys::cudnnConvolutionBwdDataAlgoPerf_t>>,
+    backward_filter: Mutex<HashMap<String, sys::cudnnConvolutionBwdFilterAlgoPerf_t>>,
+}
 
 // The handle is only used under its mutex.
 unsafe impl Send for Handle {}
@@ -39,7 +47,7 @@ fn handle(cuda: &Cuda) -> Result<&Handle> {
         cuda.enter()?;
         let h = dnn::create_handle().map_err(|e| dnn_error("cudnnCreate", e))?;
         unsafe { dnn::set_stream(h, cuda.stream().cu_stream() as _) }.map_err(|e| dnn_error("cudnnSetStream", e))?;
-        Ok(Handle(Mutex::new(h)))
+        Ok(Handle { raw: Mutex::new(h), forward: Mutex::default(), backward_data: Mutex::default(), backward_filter: Mutex::default() })
     });
     made.as_ref().map_err(Error::clone)
 }
@@ -148,6 +156,28 @@ fn describe(dtype: DType, n: usize, c_in: usize, c_out: usize, groups: usize, ge
     Ok(descriptors)
 }
 
+/// What decides a convolution's algorithm: its dtype, sizes, geometry and math mode.
+fn key(dtype: DType, n: usize, c_in: usize, c_out: usize, groups: usize, geom: &Geom) -> String {
+    format!("{dtype:?} {n} {c_in} {c_out} {groups} {geom:?} {}", super::cudnn_allow_tf32())
+}
+
+/// The algorithm cached under `key`, else cuDNN's heuristic first choice that runs (`ask` fills
+/// up to 8 candidates and says how many), cached.
+fn choose<P: Copy>(cache: &Mutex<HashMap<String, P>>, key: String, call: &str, ask: impl FnOnce(&mut [P; 8], &mut c_int) -> std::result::Result<(), dnn::CudnnError>, works: impl Fn(&P) -> bool) -> Result<P> {
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = cache.get(&key) {
+        return Ok(*p);
+    }
+    let mut perf = [unsafe { std::mem::zeroed::<P>() }; 8];
+    let mut found = 0;
+    ask(&mut perf, &mut found).map_err(|e| dnn_error(call, e))?;
+    let Some(best) = perf[..found.max(0) as usize].iter().find(|p| works(p)).copied() else {
+        bail!(Runtime, "cuDNN error: {call} found no algorithm for this convolution");
+    };
+    cache.insert(key, best);
+    Ok(best)
+}
+
 /// Scaling factors as cuDNN reads them: double for double data, float otherwise.
 struct Scale {
     one: [u8; 8],
@@ -214,16 +244,13 @@ pub fn conv(cuda: &Cuda, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, gro
         return Ok(y);
     }
     let d = describe(x.dtype(), n, c_in, c_out, groups, geom)?;
-    let lock = handle(cuda)?.0.lock().unwrap_or_else(|e| e.into_inner());
+    let handle = handle(cuda)?;
+    let lock = handle.raw.lock().unwrap_or_else(|e| e.into_inner());
     let h = *lock;
     cuda.enter()?;
-    let mut perf = [unsafe { std::mem::zeroed::<sys::cudnnConvolutionFwdAlgoPerf_t>() }; 8];
-    let mut found = 0;
-    unsafe { dnn::get_convolution_forward_algorithm(h, d.x, d.w, d.conv, d.y, perf.len() as c_int, &mut found, perf.as_mut_ptr()) }
-        .map_err(|e| dnn_error("cudnnGetConvolutionForwardAlgorithm_v7", e))?;
-    let Some(best) = perf[..found as usize].iter().find(|p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS) else {
-        bail!(Runtime, "cuDNN error: no convolution forward algorithm for this geometry");
-    };
+    let best = choose(&handle.forward, key(x.dtype(), n, c_in, c_out, groups, geom), "cudnnGetConvolutionForwardAlgorithm_v7", |perf, found| unsafe {
+        dnn::get_convolution_forward_algorithm(h, d.x, d.w, d.conv, d.y, perf.len() as c_int, found, perf.as_mut_ptr())
+    }, |p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS)?;
     let (_keep, space) = workspace(cuda, best.memory)?;
     let scale = Scale::of(d.data);
     unsafe {
@@ -248,16 +275,13 @@ pub fn conv_transpose(cuda: &Cuda, x: &Tensor, weight: &Tensor, bias: Option<&Te
     }
     // The forward conv: input y (`out` channels), output x (`c` channels).
     let d = describe(x.dtype(), n, out, c, groups, geom)?;
-    let lock = handle(cuda)?.0.lock().unwrap_or_else(|e| e.into_inner());
+    let handle = handle(cuda)?;
+    let lock = handle.raw.lock().unwrap_or_else(|e| e.into_inner());
     let h = *lock;
     cuda.enter()?;
-    let mut perf = [unsafe { std::mem::zeroed::<sys::cudnnConvolutionBwdDataAlgoPerf_t>() }; 8];
-    let mut found = 0;
-    unsafe { dnn::get_convolution_backward_data_algorithm(h, d.w, d.y, d.conv, d.x, perf.len() as c_int, &mut found, perf.as_mut_ptr()) }
-        .map_err(|e| dnn_error("cudnnGetConvolutionBackwardDataAlgorithm_v7", e))?;
-    let Some(best) = perf[..found as usize].iter().find(|p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS) else {
-        bail!(Runtime, "cuDNN error: no convolution backward-data algorithm for this geometry");
-    };
+    let best = choose(&handle.backward_data, key(x.dtype(), n, out, c, groups, geom), "cudnnGetConvolutionBackwardDataAlgorithm_v7", |perf, found| unsafe {
+        dnn::get_convolution_backward_data_algorithm(h, d.w, d.y, d.conv, d.x, perf.len() as c_int, found, perf.as_mut_ptr())
+    }, |p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS)?;
     let (_keep, space) = workspace(cuda, best.memory)?;
     let scale = Scale::of(d.data);
     unsafe {
@@ -284,16 +308,13 @@ pub fn conv_weight_grad(cuda: &Cuda, x: &Tensor, g: &Tensor, groups: usize, geom
         return Ok(dw);
     }
     let d = describe(x.dtype(), n, c_in, c_out, groups, geom)?;
-    let lock = handle(cuda)?.0.lock().unwrap_or_else(|e| e.into_inner());
+    let handle = handle(cuda)?;
+    let lock = handle.raw.lock().unwrap_or_else(|e| e.into_inner());
     let h = *lock;
     cuda.enter()?;
-    let mut perf = [unsafe { std::mem::zeroed::<sys::cudnnConvolutionBwdFilterAlgoPerf_t>() }; 8];
-    let mut found = 0;
-    unsafe { dnn::get_convolution_backward_filter_algorithm(h, d.x, d.y, d.conv, d.w, perf.len() as c_int, &mut found, perf.as_mut_ptr()) }
-        .map_err(|e| dnn_error("cudnnGetConvolutionBackwardFilterAlgorithm_v7", e))?;
-    let Some(best) = perf[..found as usize].iter().find(|p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS) else {
-        bail!(Runtime, "cuDNN error: no convolution backward-filter algorithm for this geometry");
-    };
+    let best = choose(&handle.backward_filter, key(x.dtype(), n, c_in, c_out, groups, geom), "cudnnGetConvolutionBackwardFilterAlgorithm_v7", |perf, found| unsafe {
+        dnn::get_convolution_backward_filter_algorithm(h, d.x, d.y, d.conv, d.w, perf.len() as c_int, found, perf.as_mut_ptr())
+    }, |p| p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS)?;
     let (_keep, space) = workspace(cuda, best.memory)?;
     let scale = Scale::of(d.data);
     unsafe {
