@@ -3,8 +3,9 @@ library versions and each script's tables. `make bench` calls it after installin
 requirements-bench.txt.
 
 `run.py audio.py text.py` runs only the scripts named and replaces their sections (the machine
-section is rewritten too); `run.py --section TITLE FILE` puts a report made elsewhere (the
-`make fuzz` campaign's) into RESULTS.md under `## TITLE`. Sections no script makes are kept by
+section is rewritten too); `run.py --section TITLE FILE` puts a report made elsewhere on this
+machine (the `make fuzz` campaign's) into RESULTS.md under `## TITLE`, and `run.py --elsewhere
+TITLE FILE` one made on another machine that the report names (benches/gpu.sh's bench.md). Sections no script makes are kept by
 every run; the hand-written `## Measurement history (from ARCHITECTURE.md)` (the measurements
 behind ARCHITECTURE.md's design decisions) is one of them, always placed last."""
 import datetime
@@ -143,6 +144,11 @@ def main(argv):
     if argv[:1] == ["--section"]:
         title, report = argv[1], pathlib.Path(argv[2]).read_text().strip()
         sections[title] = rerun_alone(f"## {title}\n\n{report}")
+        return write(head, sections)
+    if argv[:1] == ["--elsewhere"]:  # made on another machine, which the report names
+        title, report = argv[1], pathlib.Path(argv[2]).read_text().strip()
+        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        sections[title] = f"## {title}\n\n_Made on another machine (named below), placed here on {when}._\n\n{report}"
         return write(head, sections)
     everything = not argv
     if everything:  # the reports made elsewhere (`make fuzz`) stay
