@@ -25,7 +25,8 @@ Linux x86_64 (those live on PyTorch's own package index, which this machine cann
 wheel is the CUDA build, and `pip install torch --no-deps` does not import (`torch/__init__.py`
 preloads libcublasLt and the other CUDA libraries and raises when they are missing). So the
 CUDA libraries are installed as the wheel's ordinary dependencies (about 3 GB) and never used:
-every PyTorch number below runs on the CPU."""
+every PyTorch number below runs on the CPU, except in sections made on a GPU machine (which
+name it and the PyTorch there)."""
 
 
 def cpu_model():
