@@ -8,14 +8,21 @@ STAMPS := .stamps
 
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: demo test build wheels gpu-wheel bench parity fuzz clean
+# Every build compiles C and links with zig against glibc 2.28 (tools/zig-cc), as a manylinux_2_28
+# wheel must: `make build`, `make test` and `make wheels` then share one cargo build.
+ARCH := $(shell uname -m)
+export CARGO_TARGET_$(shell echo $(ARCH) | tr a-z A-Z)_UNKNOWN_LINUX_GNU_LINKER := $(abspath tools/zig-cc)
+export CC_$(ARCH)_unknown_linux_gnu := $(abspath tools/zig-cc)
+
+.PHONY: demo test build dist wheels gpu-wheel bench parity fuzz clean
 
 demo: build
 	$(PY) examples/tour.py
 
-test: build
+# tests/wheels installs the wheels of dist/ into fresh virtualenvs, outside the repository.
+test: dist
 	cargo test --release --workspace --exclude ember-py
-	$(PY) -m pytest -q tests core-py/tests $(wildcard $(addsuffix /tests,$(PACKAGES)))
+	EMBER_WHEEL_DIR=$(abspath dist) $(PY) -m pytest -q tests core-py/tests $(wildcard $(addsuffix /tests,$(PACKAGES)))
 
 # Release build of ember._C into the venv; cargo rebuilds only what changed.
 build: $(STAMPS)/packages
@@ -36,32 +43,26 @@ $(STAMPS)/packages: $(STAMPS)/deps $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
 	$(PIP) install --no-deps --no-build-isolation $(foreach p,$(PACKAGES),-e ./$(p))
 	@touch $@
 
-# Wheels that install alone, into dist/: ember as one abi3 wheel (CPython 3.11 and later) linked
-# by zig against glibc 2.28 (manylinux_2_28), whatever this machine's glibc, and the pure-Python
-# domain packages; auditwheel checks the ember wheel's tag, then tests/wheels installs every wheel
-# into fresh virtualenvs outside the repository. A release build of the Rust core: minutes. Only
-# the wheel is abi3: `make build` keeps the version-specific API, whose calls are cheaper, until
-# benches/core.py has compared the two.
-WHEELS_TARGET ?= target/wheels
-wheels: $(STAMPS)/deps $(STAMPS)/wheel-deps
+# Wheels that install alone, into dist/: ember as one abi3 wheel (CPython 3.11 and later,
+# manylinux_2_28 whatever this machine's glibc: `make build`'s build, packed again) and the
+# pure-Python domain packages; auditwheel checks the ember wheel's tag.
+dist: build
 	rm -rf dist && mkdir -p dist
-	PATH=$(abspath $(VENV))/bin:$$PATH CARGO_TARGET_DIR=$(WHEELS_TARGET) $(VENV)/bin/maturin build -q --release \
-	  --features pyo3/abi3-py311 --zig --compatibility manylinux_2_28 -m core-py/Cargo.toml -o dist
+	$(call ember_wheel,dist)
 	$(PIP) wheel --no-deps --no-build-isolation -w dist $(addprefix ./,$(PACKAGES))
 	$(VENV)/bin/auditwheel show dist/ember-*.whl
+
+wheels: dist
 	@ls -l dist
 	EMBER_WHEEL_DIR=$(abspath dist) $(PY) -m pytest -q tests/wheels
 
-# The abi3 wheel with the CUDA backend that benches/gpu.sh installs on a GPU machine (.gpu/ is
+# The same ember wheel, with its CUDA backend, for benches/gpu.sh on a GPU machine (.gpu/ is
 # git-ignored: the device tool carries it there).
-gpu-wheel: $(STAMPS)/deps $(STAMPS)/wheel-deps
+gpu-wheel: build
 	rm -rf .gpu && mkdir -p .gpu
-	PATH=$(abspath $(VENV))/bin:$$PATH CARGO_TARGET_DIR=$(WHEELS_TARGET) $(VENV)/bin/maturin build -q --release \
-	  --features pyo3/abi3-py311 --zig --compatibility manylinux_2_28 -m core-py/Cargo.toml -o .gpu
+	$(call ember_wheel,.gpu)
 
-$(STAMPS)/wheel-deps: requirements-wheels.txt | $(PY)
-	$(PIP) install -r requirements-wheels.txt
-	@mkdir -p $(STAMPS) && touch $@
+ember_wheel = $(VENV)/bin/maturin build -q --release --compatibility manylinux_2_28 -m core-py/Cargo.toml -o $(1)
 
 # Benchmarks against NumPy and PyTorch (heavy: installs the CPU build of PyTorch).
 bench: build

@@ -1,9 +1,8 @@
-"""The wheels in $EMBER_WHEEL_DIR (what `make wheels` builds into dist/) install alone into a
-fresh virtualenv, without the repository, and each package runs a small job there.
+"""The wheels in $EMBER_WHEEL_DIR (what `make test` and `make wheels` build into dist/) install
+alone into a fresh virtualenv, without the repository, and each package runs a small job there.
 
-Runs only from `make wheels` (which sets EMBER_WHEEL_DIR): building the ember wheel is a
-release build of the whole Rust core, too long for `make test`. Only the wheels come from that
-folder; their dependencies (NumPy, Pillow, ...) come from the package index.
+Only the wheels come from that folder; their dependencies (NumPy, Pillow, ...) come from the
+package index.
 """
 import glob
 import os
@@ -16,7 +15,7 @@ import zipfile
 import pytest
 
 WHEELS = os.environ.get("EMBER_WHEEL_DIR")
-pytestmark = pytest.mark.skipif(not WHEELS, reason="set by `make wheels`, which builds the wheels first")
+pytestmark = pytest.mark.skipif(not WHEELS, reason="set by `make test` and `make wheels`, which build the wheels first")
 
 PACKAGES = ["ember", "embervision", "emberaudio", "embertext", "emberrec", "emberarrow", "emberdata"]
 
@@ -28,8 +27,8 @@ SMOKE = {
     "embertext": "import embertext.transforms as T; assert T.ToTensor(padding_value=0)([[1, 2], [3]]).tolist() == [[1, 2], [3, 0]]",
     "emberrec": "import ember, emberrec; kjt = emberrec.KeyedJaggedTensor(['f'], ember.tensor([1, 2]), lengths=ember.tensor([2, 0])); "
                 "assert kjt['f'].to_padded_dense().tolist() == [[1, 2], [0, 0]]",
-    # emberarrow has no API yet (see its README): it installs and imports.
-    "emberarrow": "import ember, emberarrow; assert emberarrow.__version__ == ember.__version__",
+    "emberarrow": "import ember, emberarrow as ta; df = ta.dataframe({'a': [1, 2, 3]}); "
+                  "assert (df['a'] * 2).to_pylist() == [2, 4, 6] and ta.__version__ == ember.__version__",
     "emberdata": "import ember, emberdata; assert [b.tolist() for b in emberdata.DataLoader(ember.arange(4), batch_size=2)] == [[0, 1], [2, 3]]",
 }
 
