@@ -2,7 +2,7 @@
 //! of TorchRec's torcharrow example (fill null ids, sigrid_hash, firstx) done while the ids are
 //! written: each id is read once and written once, with no intermediate column.
 use crate::bitmap::valid;
-use crate::sigrid::hasher;
+use crate::sigrid::Hasher;
 use crate::{fail, Bitmap, Result, CHUNK};
 use rayon::prelude::*;
 
@@ -110,10 +110,7 @@ pub fn key_major(columns: &[IdColumn<'_>], steps: &IdSteps) -> Result<(Vec<i64>,
     for (key, col) in columns.iter().enumerate() {
         col.check(key, rows)?;
     }
-    let hash = match steps.sigrid_hash {
-        Some((salt, max_value)) => Some(hasher(salt, max_value)?),
-        None => None,
-    };
+    let hasher = steps.sigrid_hash.map(|(salt, max_value)| Hasher::new(salt, max_value)).transpose()?;
     let mut lengths = vec![0i32; rows * columns.len()];
     if rows == 0 {
         return Ok((Vec::new(), lengths));
@@ -134,37 +131,36 @@ pub fn key_major(columns: &[IdColumn<'_>], steps: &IdSteps) -> Result<(Vec<i64>,
         pieces.push(piece);
         rest = tail;
     }
-    tasks.par_iter().zip(pieces.into_par_iter()).for_each(|(task, out)| match hash {
-        Some(hash) => write_task(&columns[task.key], task, steps, out, hash),
-        None => write_task(&columns[task.key], task, steps, out, |id| id),
+    tasks.par_iter().zip(pieces.into_par_iter()).for_each(|(task, out)| {
+        write_task(&columns[task.key], task, steps, out);
+        if let Some(hasher) = &hasher {
+            // The task's ids are still in cache: hashing them in a second pass costs no memory
+            // traffic, and a pass of hashes alone vectorises.
+            hasher.hash_in_place(out);
+        }
     });
     Ok((values, lengths))
 }
 
-/// One task's ids through `map` into `out` (sized by the lengths, which the same rules
-/// counted); generic over `map` so that the hash is inlined.
-fn write_task(col: &IdColumn<'_>, task: &Task, steps: &IdSteps, out: &mut [i64], map: impl Fn(i64) -> i64) {
+/// One task's ids into `out` (sized by the lengths, which the same rules counted).
+fn write_task(col: &IdColumn<'_>, task: &Task, steps: &IdSteps, out: &mut [i64]) {
     let cap = cap(steps);
     match (col.offsets, col.validity) {
         (None, _) if cap == 0 => {}
-        (None, None) => {
-            for (o, &id) in out.iter_mut().zip(&col.ids[task.rows.clone()]) {
-                *o = map(id);
-            }
-        }
+        (None, None) => out.copy_from_slice(&col.ids[task.rows.clone()]),
         (None, Some(bits)) => match steps.fill_null {
             Some(fill) => {
                 for (r, o) in task.rows.clone().zip(out.iter_mut()) {
                     // A bit select rather than a branch: nulls fall at random.
                     let keep = 0i64.wrapping_sub(bits.is_valid(r) as i64);
-                    *o = map((col.ids[r] & keep) | (fill & !keep));
+                    *o = (col.ids[r] & keep) | (fill & !keep);
                 }
             }
             None => {
                 let mut j = 0;
                 for r in task.rows.clone() {
                     if bits.is_valid(r) {
-                        out[j] = map(col.ids[r]);
+                        out[j] = col.ids[r];
                         j += 1;
                     }
                 }
@@ -174,9 +170,7 @@ fn write_task(col: &IdColumn<'_>, task: &Task, steps: &IdSteps, out: &mut [i64],
             let mut j = 0;
             for r in task.rows.clone() {
                 let ids = col.list(offsets, r, cap);
-                for (o, &id) in out[j..j + ids.len()].iter_mut().zip(ids) {
-                    *o = map(id);
-                }
+                out[j..j + ids.len()].copy_from_slice(ids);
                 j += ids.len();
             }
         }

@@ -65,27 +65,120 @@ impl FloorRem {
     }
 }
 
-fn check(max_value: i64) -> Result<FloorRem> {
-    if max_value <= 0 {
-        return fail(format!("sigrid_hash: maxValue must be larger than 0, got {max_value}"));
-    }
-    Ok(FloorRem::new(max_value as u64))
+/// sigrid_hash with its parameters checked once.
+#[derive(Clone, Copy)]
+pub(crate) struct Hasher {
+    salt: u64,
+    rem: FloorRem,
+    /// 1 / max_value, for the float64 remainder of `hash_in_place`, where max_value is in the
+    /// range that remainder is exact for.
+    inverse: Option<f64>,
 }
 
+/// The max_values the float64 remainder is exact for (see `floor_rem_f64`).
+const FLOAT_REM: std::ops::RangeInclusive<i64> = 1 << 12..=1 << 48;
+
+impl Hasher {
+    pub(crate) fn new(salt: i64, max_value: i64) -> Result<Self> {
+        if max_value <= 0 {
+            return fail(format!("sigrid_hash: maxValue must be larger than 0, got {max_value}"));
+        }
+        let inverse = FLOAT_REM.contains(&max_value).then(|| 1.0 / max_value as f64);
+        Ok(Hasher { salt: salt as u64, rem: FloorRem::new(max_value as u64), inverse })
+    }
+
+    #[inline(always)]
+    fn mix(&self, id: i64) -> i64 {
+        hash_128_to_64(self.salt, twang_mix64(id as u64)) as i64
+    }
+
+    #[inline(always)]
+    pub(crate) fn one(&self, id: i64) -> i64 {
+        self.rem.floor_rem(self.mix(id))
+    }
+
+    /// Each id replaced by its hash. With AVX2 the remainder is taken in float64 arithmetic,
+    /// which vectorises (the 128-bit products of `FloorRem` do not), and so does the rest.
+    pub(crate) fn hash_in_place(&self, ids: &mut [i64]) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(inverse) = self.inverse {
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512dq") {
+                // SAFETY: the CPU has the features the function is compiled for.
+                return unsafe { hash_avx512(self, inverse, ids) };
+            }
+            if is_x86_feature_detected!("avx2") {
+                // SAFETY: as above.
+                return unsafe { hash_avx2(self, inverse, ids) };
+            }
+        }
+        for id in ids {
+            *id = self.one(*id);
+        }
+    }
+
+    #[inline(always)]
+    fn float_loop(&self, inverse: f64, ids: &mut [i64]) {
+        let d = self.rem.divisor as i64;
+        for id in ids {
+            *id = floor_rem_f64(self.mix(*id), d, inverse);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+unsafe fn hash_avx512(hasher: &Hasher, inverse: f64, ids: &mut [i64]) {
+    hasher.float_loop(inverse, ids)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn hash_avx2(hasher: &Hasher, inverse: f64, ids: &mut [i64]) {
+    hasher.float_loop(inverse, ids)
+}
+
+/// 1.5·2^52: an integer v with |v| < 2^51 added to it lands in its mantissa's low bits, so
+/// integers cross between int64 and float64 by an add and a bit cast (AVX2 has no conversion
+/// instruction for 64-bit integers).
+const MAGIC: f64 = 6_755_399_441_055_744.0;
+/// The largest quotient the round trip through MAGIC carries.
+const LARGEST: f64 = ((1u64 << 51) - 1) as f64;
+
 #[inline(always)]
-pub(crate) fn hash_one(id: i64, salt: i64, rem: &FloorRem) -> i64 {
-    rem.floor_rem(hash_128_to_64(salt as u64, twang_mix64(id as u64)) as i64)
+fn small_to_f64(v: i64) -> f64 {
+    f64::from_bits(v.wrapping_add(MAGIC.to_bits() as i64) as u64) - MAGIC
+}
+
+/// The nearest integer to `v`, for |v| <= LARGEST.
+#[inline(always)]
+fn nearest_small(v: f64) -> i64 {
+    ((v + MAGIC).to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64)
+}
+
+/// `x` as a float64, rounded once: its two 32-bit halves convert exactly.
+#[inline(always)]
+fn to_f64(x: i64) -> f64 {
+    small_to_f64(x >> 32) * 4_294_967_296.0 + small_to_f64(x & 0xffff_ffff)
+}
+
+/// `x` mod `d` in [0, d) for d in FLOAT_REM, by two float64 quotients rounded to the nearest
+/// integer. The first, of x rounded to 53 bits (off by up to 2^9) times 1/d (two more
+/// roundings of a quotient under 2^51), is off by under 2^12 / d + 2 (clamping it to LARGEST
+/// included), so the remainder it leaves is under 2^12 + 2·d in size: exact as a float64, and
+/// at most 3·d. The second quotient, of that, is then the nearest integer to r / d but within
+/// 2^-50 of a half, so the second remainder lies in (-d, d), and adding d to a negative one
+/// ends it in [0, d).
+#[inline(always)]
+fn floor_rem_f64(x: i64, d: i64, inverse: f64) -> i64 {
+    let q = nearest_small((to_f64(x) * inverse).clamp(-LARGEST, LARGEST));
+    let r = x.wrapping_sub(q.wrapping_mul(d));
+    let r = r - nearest_small(small_to_f64(r) * inverse) * d;
+    r + (d & (r >> 63))
 }
 
 /// One id's hash (for tests and single values).
 pub fn sigrid_hash_one(id: i64, salt: i64, max_value: i64) -> Result<i64> {
-    Ok(hash_one(id, salt, &check(max_value)?))
-}
-
-/// The parameters checked once, then applied to each id.
-pub(crate) fn hasher(salt: i64, max_value: i64) -> Result<impl Fn(i64) -> i64 + Sync + Copy> {
-    let rem = check(max_value)?;
-    Ok(move |id: i64| hash_one(id, salt, &rem))
+    Ok(Hasher::new(salt, max_value)?.one(id))
 }
 
 /// `out[i]` = sigrid_hash(`ids[i]`), on all threads of the current pool. Null slots are hashed
@@ -94,11 +187,10 @@ pub fn sigrid_hash(ids: &[i64], salt: i64, max_value: i64, out: &mut [i64]) -> R
     if ids.len() != out.len() {
         return fail(format!("sigrid_hash: {} ids but {} output slots", ids.len(), out.len()));
     }
-    let hash = hasher(salt, max_value)?;
+    let hasher = Hasher::new(salt, max_value)?;
     out.par_chunks_mut(CHUNK).zip(ids.par_chunks(CHUNK)).for_each(|(out, ids)| {
-        for (o, &id) in out.iter_mut().zip(ids) {
-            *o = hash(id);
-        }
+        out.copy_from_slice(ids);
+        hasher.hash_in_place(out);
     });
     Ok(())
 }
@@ -125,6 +217,39 @@ mod tests {
             let randoms: Vec<i64> = (0..20_000).map(|_| xorshift(&mut state) as i64).collect();
             for &x in edges.iter().chain(&randoms) {
                 assert_eq!(rem.floor_rem(x), x.rem_euclid(d as i64), "{x} mod {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn float_remainder_matches_rem_euclid() {
+        let mut state = 0x0bad_cafe_f00d_d00d;
+        let divisors = [1 << 12, (1 << 12) + 1, 100_003, 1_000_000_007, (1 << 40) + 15, (1 << 48) - 1, 1 << 48];
+        let edges = [0i64, 1, -1, i64::MAX, i64::MIN, i64::MIN + 1, i64::MAX - 1, 4095, -4096, 1 << 53, -(1 << 53) - 1];
+        for &d in &divisors {
+            let inverse = 1.0 / d as f64;
+            let randoms: Vec<i64> = (0..20_000).map(|_| xorshift(&mut state) as i64).collect();
+            // Multiples of d and their neighbours: where a quotient's rounding would show.
+            let multiples: Vec<i64> = randoms.iter().flat_map(|&x| {
+                let m = (x / d).wrapping_mul(d);
+                [m.wrapping_sub(1), m, m.wrapping_add(1)]
+            }).collect();
+            for &x in edges.iter().chain(&randoms).chain(&multiples) {
+                assert_eq!(floor_rem_f64(x, d, inverse), x.rem_euclid(d), "{x} mod {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn hash_in_place_equals_one_by_one() {
+        let mut state = 7;
+        let ids: Vec<i64> = (0..10_007).map(|_| xorshift(&mut state) as i64).collect();
+        for (salt, max_value) in [(0, 4096), (2, 4095), (-3, 1_000_000_007), (5, 1 << 48), (9, (1 << 48) + 1), (1, i64::MAX)] {
+            let hasher = Hasher::new(salt, max_value).unwrap();
+            let mut hashed = ids.clone();
+            hasher.hash_in_place(&mut hashed);
+            for (&id, &h) in ids.iter().zip(&hashed) {
+                assert_eq!(h, hasher.one(id), "id {id}, salt {salt}, max_value {max_value}");
             }
         }
     }
