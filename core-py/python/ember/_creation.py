@@ -11,7 +11,7 @@ from ember._device import check, move
 from ember._out import write_out
 
 __all__ = [
-    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+    "tensor", "as_tensor", "from_numpy", "frombuffer", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
     "full_like", "empty_like", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint",
     "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like", "randint_like",
     "get_default_dtype", "set_default_dtype", "is_tensor",
@@ -96,6 +96,40 @@ def from_numpy(ndarray):
     high = sum(st * (n - 1) for st, n in zip(strides, ndarray.shape) if st > 0 and n > 0)
     nbytes = 0 if ndarray.size == 0 else (high - low + 1) * item
     return _C.from_buffer(ptr + low * item, nbytes, list(ndarray.shape), strides, -low, ember._DTYPES[name], ndarray)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor over the memory of an object with the buffer protocol (bytes, bytearray,
+    array.array, mmap, memoryview), sharing it: `count` elements of `dtype` from byte `offset`
+    (count=-1: all that follow). The object stays alive as long as the tensor."""
+    if not isinstance(dtype, _C.dtype):
+        raise TypeError(f"frombuffer(): argument 'dtype' must be an ember.dtype, got {dtype!r}")
+    try:
+        raw = np.frombuffer(buffer, dtype=np.uint8)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"object does not implement Python buffer protocol ({e}).") from None
+    length, size = raw.nbytes, dtype.itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length ({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % size:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be a multiple of element size ({size})")
+        count = (length - offset) // size
+    if offset + count * size > length:
+        raise ValueError(f"requested buffer length ({count} * {size} bytes) after offset ({offset} bytes) must not be greater "
+                         f"than actual buffer length ({length} bytes)")
+    address = raw.__array_interface__["data"][0] + offset
+    if address % size:
+        # PyTorch reads unaligned elements; Ember's kernels take typed, aligned memory.
+        raise ValueError(f"frombuffer: the data at offset {offset} is not aligned to the {size}-byte elements of {dtype}")
+    if not raw.flags.writeable:
+        import warnings
+        warnings.warn("The given buffer is not writable, and Ember does not support non-writable tensors: writing to this "
+                      "tensor writes into the buffer's memory. Copy the buffer (bytearray(...)) or the tensor first.", UserWarning, stacklevel=2)
+    t = _C.from_buffer(address, count * size, [count], [1], 0, dtype, raw)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def _infer_dtype(arr):
