@@ -1,5 +1,6 @@
-//! Scalar math the kernels inline. `exp_f32` and `erf_gelu_f32` are branch-free so the compiler
-//! vectorises whole loops of them; libm's are calls that it cannot.
+//! Scalar math the kernels inline. `exp_f32`, `ln_f32`, `ln_1p_f32`, `tanh_f32` and
+//! `erf_gelu_f32` are branch-free so the compiler vectorises whole loops of them; libm's are
+//! calls that it cannot.
 pub trait Real: num_traits::Float + crate::dtype::Element {
     fn erf(self) -> Self;
     fn erfc(self) -> Self;
@@ -7,6 +8,10 @@ pub trait Real: num_traits::Float + crate::dtype::Element {
     fn vexp(self) -> Self;
     /// `erf` as GELU uses it: vectorisable, float32-accurate inside `0.5·x·(1 + erf)`.
     fn gelu_erf(self) -> Self;
+    /// `ln`, `ln_1p` and `tanh`, vectorisable where the type allows it.
+    fn vln(self) -> Self;
+    fn vln_1p(self) -> Self;
+    fn vtanh(self) -> Self;
 }
 
 impl Real for f32 {
@@ -24,6 +29,18 @@ impl Real for f32 {
     fn gelu_erf(self) -> Self {
         erf_gelu_f32(self)
     }
+    #[inline(always)]
+    fn vln(self) -> Self {
+        ln_f32(self)
+    }
+    #[inline(always)]
+    fn vln_1p(self) -> Self {
+        ln_1p_f32(self)
+    }
+    #[inline(always)]
+    fn vtanh(self) -> Self {
+        tanh_f32(self)
+    }
 }
 
 impl Real for f64 {
@@ -39,6 +56,15 @@ impl Real for f64 {
     }
     fn gelu_erf(self) -> Self {
         libm::erf(self)
+    }
+    fn vln(self) -> Self {
+        self.ln()
+    }
+    fn vln_1p(self) -> Self {
+        self.ln_1p()
+    }
+    fn vtanh(self) -> Self {
+        self.tanh()
     }
 }
 
@@ -67,6 +93,75 @@ pub fn exp_f32(x: f32) -> f32 {
     p * s1 * s2
 }
 
+/// ln(x): x = 2^e·m with m in [√2/2, √2), then ln(m) = f − f²/2 + f³·P(f) with f = m − 1 and
+/// P Cephes' degree-8 polynomial for logf (relative error under 1e-7). Subnormals are scaled up
+/// first; zero, negatives, infinity and NaN give libm's results.
+#[inline(always)]
+pub fn ln_f32(x: f32) -> f32 {
+    const P: [f32; 9] = [
+        7.037_683_6e-2,
+        -1.151_461_0e-1,
+        1.167_699_9e-1,
+        -1.242_014_1e-1,
+        1.424_932_3e-1,
+        -1.666_805_8e-1,
+        2.000_071_4e-1,
+        -2.499_999_4e-1,
+        3.333_333_1e-1,
+    ];
+    let subnormal = x < f32::MIN_POSITIVE;
+    let y = if subnormal { x * 8_388_608.0 } else { x };
+    // Adding 1 − √2/2's offset carries into the exponent exactly when the mantissa is ≥ √2.
+    let bits = y.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
+    let e = ((bits >> 23) as i32 - 127 - if subnormal { 23 } else { 0 }) as f32;
+    let f = f32::from_bits((bits & 0x007f_ffff) + 0x3f35_04f3) - 1.0;
+    let z = f * f;
+    let p = P.iter().fold(0.0, |acc, &c| acc * f + c);
+    // ln 2 in two parts (0.693359375 is exact in a few bits), so that e·ln 2 adds no error.
+    let r = f + (f * z * p - 2.121_944_4e-4 * e - 0.5 * z) + 0.693_359_4 * e;
+    if x > 0.0 && x < f32::INFINITY {
+        r
+    } else if x == 0.0 {
+        f32::NEG_INFINITY
+    } else if x == f32::INFINITY {
+        x
+    } else {
+        f32::NAN
+    }
+}
+
+/// ln(1 + x) without losing a small x: with u = 1 + x rounded, ln(u)·x/(u − 1) corrects for the
+/// rounding of u (Goldberg's method).
+#[inline(always)]
+pub fn ln_1p_f32(x: f32) -> f32 {
+    let u = 1.0 + x;
+    let d = u - 1.0;
+    let r = if d == 0.0 { x } else { ln_f32(u) * (x / d) };
+    if x == f32::INFINITY { x } else { r }
+}
+
+/// tanh(x): below |x| = 0.55 its odd Taylor series to x^17 (truncation under 0.1 ulp), above
+/// 1 − 2/(e^{2|x|} + 1), where no cancellation is left to lose digits; the sign put back last.
+#[inline(always)]
+pub fn tanh_f32(x: f32) -> f32 {
+    const C: [f32; 8] = [
+        6_404_582.0 / 10_854_718_875.0,
+        -929_569.0 / 638_512_875.0,
+        21_844.0 / 6_081_075.0,
+        -1_382.0 / 155_925.0,
+        62.0 / 2_835.0,
+        -17.0 / 315.0,
+        2.0 / 15.0,
+        -1.0 / 3.0,
+    ];
+    let a = x.abs();
+    let z = a * a;
+    let series = a + a * z * C.iter().fold(0.0, |acc, &c| acc * z + c);
+    let large = 1.0 - 2.0 / (exp_f32(2.0 * a) + 1.0);
+    let t = if a < 0.55 { series } else { large };
+    t.copysign(x)
+}
+
 /// erf for GELU: Abramowitz–Stegun 7.1.26 (absolute error < 1.5e-7). In `0.5·x·(1 + erf)` an
 /// absolute error becomes a relative one of the same size, which is float32 precision.
 #[inline(always)]
@@ -85,6 +180,30 @@ pub fn erf_gelu_f32(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Distance in float32 ulps from the float64 function's value rounded to float32.
+    fn ulps(got: f32, want: f64) -> u32 {
+        let want = want as f32;
+        if got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan() {
+            return 0;
+        }
+        assert_eq!(got.is_sign_negative(), want.is_sign_negative(), "{got} vs {want}");
+        (got.to_bits() as i64 - want.to_bits() as i64).unsigned_abs() as u32
+    }
+
+    /// Every 97th float32 (of either sign), and the special values.
+    fn samples() -> impl Iterator<Item = f32> {
+        (0..u32::MAX / 97).map(|i| f32::from_bits(i * 97)).chain([0.0, -0.0, 1.0, -1.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MIN_POSITIVE, f32::MAX])
+    }
+
+    #[test]
+    fn ln_ln_1p_and_tanh_within_two_ulps() {
+        for x in samples() {
+            assert!(ulps(ln_f32(x), (x as f64).ln()) <= 1, "ln({x:e}) = {:e}", ln_f32(x));
+            assert!(ulps(ln_1p_f32(x), (x as f64).ln_1p()) <= 2, "ln_1p({x:e}) = {:e}", ln_1p_f32(x));
+            assert!(ulps(tanh_f32(x), (x as f64).tanh()) <= 2, "tanh({x:e}) = {:e}", tanh_f32(x));
+        }
+    }
 
     #[test]
     fn exp_is_accurate_over_the_range() {

@@ -104,10 +104,10 @@ pub fn run(op: UnaryOp, x: &Tensor, o: &Tensor) {
         Exp => fmap!(x, o, |v| v.vexp()),
         Exp2 => fmap!(x, o, |v| v.exp2()),
         Expm1 => fmap!(x, o, |v| v.exp_m1()),
-        Log => fmap!(x, o, |v| v.ln()),
+        Log => fmap!(x, o, |v| v.vln()),
         Log2 => fmap!(x, o, |v| v.log2()),
         Log10 => fmap!(x, o, |v| v.log10()),
-        Log1p => fmap!(x, o, |v| v.ln_1p()),
+        Log1p => fmap!(x, o, |v| v.vln_1p()),
         Sqrt => fmap!(x, o, |v| v.sqrt()),
         Rsqrt => fmap!(x, o, |v| 1.0 / v.sqrt()),
         Reciprocal => fmap!(x, o, |v| 1.0 / v),
@@ -119,7 +119,7 @@ pub fn run(op: UnaryOp, x: &Tensor, o: &Tensor) {
         Atan => fmap!(x, o, |v| v.atan()),
         Sinh => fmap!(x, o, |v| v.sinh()),
         Cosh => fmap!(x, o, |v| v.cosh()),
-        Tanh => fmap!(x, o, |v| v.tanh()),
+        Tanh => fmap!(x, o, |v| v.vtanh()),
         Sigmoid => fmap!(x, o, |v| 1.0 / (1.0 + (-v).vexp())),
         Logit(eps) => match eps {
             Some(e) => fmap!(x, o, |v| {
@@ -135,10 +135,10 @@ pub fn run(op: UnaryOp, x: &Tensor, o: &Tensor) {
         Gelu => fmap!(x, o, |v| 0.5 * v * (1.0 + Real::gelu_erf(v * 0.707_106_781_186_547_6))),
         GeluTanh => fmap!(x, o, |v| {
             let inner = 0.797_884_560_802_865_4 * (v + 0.044715 * v * v * v);
-            0.5 * v * (1.0 + inner.tanh())
+            0.5 * v * (1.0 + inner.vtanh())
         }),
         Silu => fmap!(x, o, |v| v / (1.0 + (-v).vexp())),
-        Mish => fmap!(x, o, |v| v * softplus(v, 1.0, 20.0).tanh()),
+        Mish => fmap!(x, o, |v| v * softplus(v, 1.0, 20.0).vtanh()),
         Selu => {
             const ALPHA: f64 = 1.673_263_242_354_377_3;
             const SCALE: f64 = 1.050_700_987_355_480_5;
@@ -173,6 +173,6 @@ fn softplus<R: Real>(v: R, beta: R, threshold: R) -> R {
     if bv > threshold {
         v
     } else {
-        bv.vexp().ln_1p() / beta
+        bv.vexp().vln_1p() / beta
     }
 }
