@@ -1,24 +1,25 @@
-//! Depthwise float32 convolution of NCHW memory on AVX-512: every group reads one input channel
-//! (MobileNet's and EfficientNet's 3x3 and 5x5 layers), any stride, padding and dilation.
+//! Depthwise float32 convolution of NCHW memory on AVX-512 or AVX2: every group reads one input
+//! channel (MobileNet's and EfficientNet's 3x3 and 5x5 layers), any stride, padding and dilation.
 //!
 //! A depthwise conv has no reduction over channels, so the GEMM paths run one tiny product per
 //! channel and the direct kernels, built to reuse an input load across output channels, do not
 //! apply. Here each (image, output channel) plane is its own task: the input plane is copied
 //! once into a zero-padded buffer split by column phase (for stride `sx`, phase `b` holds padded
-//! columns `b + sx·j`), so every tap of every output row reads consecutive floats. Up to 64
-//! outputs of a row stay in registers while all the taps accumulate into them.
+//! columns `b + sx·j`), so every tap of every output row reads consecutive floats. Up to four
+//! vectors of a row's outputs stay in registers while all the taps accumulate into them.
 use super::direct::Conv2d;
-use crate::backend::cpu::map::{has_avx512, lanes, Ptr};
+use crate::backend::cpu::map::{has_avx2, has_avx512, lanes, Ptr};
 use crate::parallel::for_range;
 
+/// Lanes of an AVX-512 vector; AVX2 has half.
 const LANES: usize = 16;
 /// Most vectors of one output row held in registers.
 const MAX_VECTORS: usize = 4;
 
 /// Whether this kernel runs `c`: one input channel per group (any channel multiplier), more than
-/// one group (a single-group conv is a dense one), on AVX-512.
+/// one group (a single-group conv is a dense one), on AVX-512 or AVX2 with FMA.
 pub(crate) fn applies(c: &Conv2d) -> bool {
-    c.channels == 1 && c.groups > 1 && has_avx512()
+    c.channels == 1 && c.groups > 1 && (has_avx512() || has_avx2())
 }
 
 /// `out[n, o] = bias[o] + w[o] ⋆ x[n, o / out_channels]` for `x [batch, groups, h, w]`,
@@ -96,16 +97,23 @@ impl Phases {
 /// Every output row of one plane, in chunks of up to `MAX_VECTORS` vectors.
 unsafe fn plane_rows(c: &Conv2d, layout: &Phases, padded: &[f32], taps: &[(usize, f32)], bias: f32, out: *mut f32) {
     let wo = c.output[1];
+    let avx512 = has_avx512();
+    let lanes = if avx512 { LANES } else { LANES / 2 };
     for y in 0..c.output[0] {
         let row = padded.as_ptr().add(y * c.stride[0] * layout.width);
-        for x0 in (0..wo).step_by(MAX_VECTORS * LANES) {
-            let n = (wo - x0).min(MAX_VECTORS * LANES);
-            let dst = out.add(y * wo + x0);
-            match n.div_ceil(LANES) {
-                1 => row_chunk::<1>(row.add(x0), taps, bias, dst, n),
-                2 => row_chunk::<2>(row.add(x0), taps, bias, dst, n),
-                3 => row_chunk::<3>(row.add(x0), taps, bias, dst, n),
-                _ => row_chunk::<4>(row.add(x0), taps, bias, dst, n),
+        for x0 in (0..wo).step_by(MAX_VECTORS * lanes) {
+            let n = (wo - x0).min(MAX_VECTORS * lanes);
+            let (src, dst) = (row.add(x0), out.add(y * wo + x0));
+            macro_rules! call {
+                ($nv:literal) => {
+                    if avx512 { row_chunk::<$nv>(src, taps, bias, dst, n) } else { row_chunk_avx2::<$nv>(src, taps, bias, dst, n) }
+                };
+            }
+            match n.div_ceil(lanes) {
+                1 => call!(1),
+                2 => call!(2),
+                3 => call!(3),
+                _ => call!(4),
             }
         }
     }
@@ -129,9 +137,34 @@ unsafe fn row_chunk<const NV: usize>(src: *const f32, taps: &[(usize, f32)], bia
     }
 }
 
+/// `row_chunk` with AVX2 vectors of 8.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::needless_range_loop)]
+unsafe fn row_chunk_avx2<const NV: usize>(src: *const f32, taps: &[(usize, f32)], bias: f32, dst: *mut f32, n: usize) {
+    use std::arch::x86_64::*;
+    const L: usize = LANES / 2;
+    let mut acc = [_mm256_set1_ps(bias); NV];
+    for &(offset, weight) in taps {
+        let (p, wv) = (src.add(offset), _mm256_set1_ps(weight));
+        for v in 0..NV {
+            acc[v] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(p.add(v * L)), acc[v]);
+        }
+    }
+    for v in 0..NV {
+        let live: [i32; L] = std::array::from_fn(|j| if v * L + j < n { -1 } else { 0 });
+        _mm256_maskstore_ps(dst.add(v * L), _mm256_loadu_si256(live.as_ptr() as *const __m256i), acc[v]);
+    }
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn row_chunk<const NV: usize>(_: *const f32, _: &[(usize, f32)], _: f32, _: *mut f32, _: usize) {
-    unreachable!("applies() needs AVX-512")
+    unreachable!("applies() needs AVX-512 or AVX2")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn row_chunk_avx2<const NV: usize>(_: *const f32, _: &[(usize, f32)], _: f32, _: *mut f32, _: usize) {
+    unreachable!("applies() needs AVX-512 or AVX2")
 }
 
 #[cfg(test)]
@@ -165,7 +198,7 @@ mod tests {
     /// than the kernel reach, dilation and channel multipliers, against the definition.
     #[test]
     fn matches_the_definition() {
-        if !has_avx512() {
+        if !(has_avx512() || has_avx2()) {
             return;
         }
         // (groups, multiplier, input, kernel, stride, pad, dilation)

@@ -1,23 +1,25 @@
-//! Depthwise float32 convolution of channels-last memory on AVX-512 (one channel per group, the
-//! channel multiplier 1), any stride, padding and dilation.
+//! Depthwise float32 convolution of channels-last memory on AVX-512 or AVX2 (one channel per
+//! group, the channel multiplier 1), any stride, padding and dilation.
 //!
-//! Channels are contiguous, so a vector holds 16 channels of one position. A task computes whole
-//! output rows; up to 64 channels × 4 consecutive positions stay in registers while every tap
-//! accumulates into them, and each tap's weight vectors are loaded once for the 4 positions.
+//! Channels are contiguous, so a vector holds 16 (AVX2: 8) channels of one position. A task
+//! computes whole output rows; up to 4 (AVX2: 2) vectors of channels × 4 consecutive positions
+//! stay in registers while every tap accumulates into them, and each tap's weight vectors are
+//! loaded once for the 4 positions.
 //! Positions whose window crosses the left or right edge run one at a time with their in-bounds
 //! taps only; rows whose window crosses the top or bottom simply skip those kernel rows.
 use super::conv::Geom2;
-use crate::backend::cpu::map::{has_avx512, lanes, Ptr};
+use crate::backend::cpu::map::{has_avx2, has_avx512, lanes, Ptr};
 use crate::parallel::for_range;
 
+/// Lanes of an AVX-512 vector; AVX2 has half.
 const LANES: usize = 16;
-/// Most channel vectors per call.
+/// Most channel vectors per call with AVX-512 (32 registers); AVX2's 16 registers hold half.
 const MAX_VECTORS: usize = 4;
 /// Consecutive positions per call away from the left and right edges.
 const BLOCK: usize = 4;
 
 pub(super) fn applies() -> bool {
-    has_avx512()
+    has_avx512() || has_avx2()
 }
 
 /// The operands of one call, with `c` channels.
@@ -27,6 +29,7 @@ struct Operands {
     bias: Option<Ptr<f32>>,
     out: Ptr<f32>,
     c: usize,
+    avx512: bool,
 }
 
 /// `out [N, Ho, Wo, C] = bias + x [N, H, W, C] ⋆ w [kh·kw, C]` (one weight row per tap), all
@@ -35,7 +38,7 @@ struct Operands {
 /// # Safety
 /// The pointers hold those shapes; only call when `applies`.
 pub(super) unsafe fn conv2d(g: &Geom2, n: usize, c: usize, x: *const f32, w: *const f32, bias: Option<*const f32>, out: *mut f32) {
-    let ops = Operands { x: Ptr(x as *mut f32), w: Ptr(w as *mut f32), bias: bias.map(|b| Ptr(b as *mut f32)), out: Ptr(out), c };
+    let ops = Operands { x: Ptr(x as *mut f32), w: Ptr(w as *mut f32), bias: bias.map(|b| Ptr(b as *mut f32)), out: Ptr(out), c, avx512: has_avx512() };
     for_range(n * g.output[0], 1, |start, end| {
         let mut taps = Vec::with_capacity(g.kernel[0] * g.kernel[1]);
         for row in start..end {
@@ -71,24 +74,27 @@ unsafe fn output_row(g: &Geom2, ops: &Operands, row: usize, taps: &mut Vec<(usiz
         }
         let step = g.stride[1] * c;
         let out = ops.out.at(((row * wo + ox) * c) as isize);
-        for c0 in (0..c).step_by(MAX_VECTORS * LANES) {
-            let n = (c - c0).min(MAX_VECTORS * LANES);
+        let (lanes, vectors) = if ops.avx512 { (LANES, MAX_VECTORS) } else { (LANES / 2, MAX_VECTORS / 2) };
+        for c0 in (0..c).step_by(vectors * lanes) {
+            let n = (c - c0).min(vectors * lanes);
             let (x, w, out) = (ops.x.at(c0 as isize) as *const f32, ops.w.at(c0 as isize) as *const f32, out.add(c0));
             let bias = ops.bias.map(|b| b.at(c0 as isize) as *const f32);
             macro_rules! call {
-                ($nv:literal) => {
+                ($kernel:ident, $nv:literal) => {
                     if block == BLOCK {
-                        chunk::<$nv, BLOCK>(x, step, taps, w, bias, out, c, n)
+                        $kernel::<$nv, BLOCK>(x, step, taps, w, bias, out, c, n)
                     } else {
-                        chunk::<$nv, 1>(x, step, taps, w, bias, out, c, n)
+                        $kernel::<$nv, 1>(x, step, taps, w, bias, out, c, n)
                     }
                 };
             }
-            match n.div_ceil(LANES) {
-                1 => call!(1),
-                2 => call!(2),
-                3 => call!(3),
-                _ => call!(4),
+            match (ops.avx512, n.div_ceil(lanes)) {
+                (true, 1) => call!(chunk, 1),
+                (true, 2) => call!(chunk, 2),
+                (true, 3) => call!(chunk, 3),
+                (true, _) => call!(chunk, 4),
+                (false, 1) => call!(chunk_avx2, 1),
+                (false, _) => call!(chunk_avx2, 2),
             }
         }
         ox += block;
@@ -130,10 +136,52 @@ unsafe fn chunk<const NV: usize, const P: usize>(x: *const f32, step: usize, tap
     }
 }
 
+/// `chunk` with AVX2 vectors of 8 (masked loads and stores of whole lanes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+unsafe fn chunk_avx2<const NV: usize, const P: usize>(x: *const f32, step: usize, taps: &[(usize, usize)], w: *const f32, bias: Option<*const f32>, out: *mut f32, c: usize, n: usize) {
+    use std::arch::x86_64::*;
+    const L: usize = LANES / 2;
+    let mut masks = [_mm256_setzero_si256(); NV];
+    let mut init = [_mm256_setzero_ps(); NV];
+    for v in 0..NV {
+        let live: [i32; L] = std::array::from_fn(|j| if v * L + j < n { -1 } else { 0 });
+        masks[v] = _mm256_loadu_si256(live.as_ptr() as *const __m256i);
+        if let Some(b) = bias {
+            init[v] = _mm256_maskload_ps(b.add(v * L), masks[v]);
+        }
+    }
+    let mut acc = [init; P];
+    for &(xo, wo) in taps {
+        let mut wv = [_mm256_setzero_ps(); NV];
+        for v in 0..NV {
+            wv[v] = _mm256_maskload_ps(w.add(wo + v * L), masks[v]);
+        }
+        for p in 0..P {
+            let src = x.add(xo + p * step);
+            for v in 0..NV {
+                acc[p][v] = _mm256_fmadd_ps(_mm256_maskload_ps(src.add(v * L), masks[v]), wv[v], acc[p][v]);
+            }
+        }
+    }
+    for p in 0..P {
+        for v in 0..NV {
+            _mm256_maskstore_ps(out.add(p * c + v * L), masks[v], acc[p][v]);
+        }
+    }
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 #[allow(clippy::too_many_arguments)]
 unsafe fn chunk<const NV: usize, const P: usize>(_: *const f32, _: usize, _: &[(usize, usize)], _: *const f32, _: Option<*const f32>, _: *mut f32, _: usize, _: usize) {
-    unreachable!("applies() needs AVX-512")
+    unreachable!("applies() needs AVX-512 or AVX2")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+unsafe fn chunk_avx2<const NV: usize, const P: usize>(_: *const f32, _: usize, _: &[(usize, usize)], _: *const f32, _: Option<*const f32>, _: *mut f32, _: usize, _: usize) {
+    unreachable!("applies() needs AVX-512 or AVX2")
 }
 
 #[cfg(test)]
