@@ -77,9 +77,13 @@ impl Phases {
                 buf[row + c.pad[1]..row + c.pad[1] + w].copy_from_slice(line);
                 continue;
             }
-            for (x, &v) in line.iter().enumerate() {
-                let col = x + c.pad[1];
-                buf[(col % sx) * phase + row + col / sx] = v;
+            for b in 0..sx {
+                // Phase b's columns b + sx·j read x = b + sx·j - pad, from the first j with x >= 0.
+                let first = c.pad[1].saturating_sub(b).div_ceil(sx);
+                let dst = &mut buf[b * phase + row + first..];
+                for (d, &v) in dst.iter_mut().zip(line[b + sx * first - c.pad[1]..].iter().step_by(sx)) {
+                    *d = v;
+                }
             }
         }
     }
