@@ -88,7 +88,7 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize,
         run_bf16(&xs, &w, bias, &os, groups, g);
     } else if x.dtype() == DType::F64 {
         run::<f64>(&xs, &w, bias, &os, groups, g, depthwise);
-    } else if depthwise && super::depthwise::applies() {
+    } else if depthwise && super::depthwise::applies(g) {
         let bias = bias.map(|b| b.data_ptr::<f32>() as *const f32);
         unsafe { super::depthwise::conv2d(g, n, c, xs.data_ptr::<f32>(), w.data_ptr::<f32>(), bias, os.data_ptr::<f32>()) };
     } else if super::direct::applies(g, c, k, groups) {
