@@ -258,3 +258,57 @@ def test_top_level_aliases():
 def test_conv_bad_inputs(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+DEPTHWISE_2D = [
+    # (N, C, H, W), channel multiplier, (kh, kw), stride, padding, dilation: MobileNet's and
+    # EfficientNet's 3x3 / 5x5 layers at odd sizes, rows wider than 64 outputs, a multiplier > 1.
+    ((2, 5, 9, 11), 1, (3, 3), 1, 1, 1),
+    ((1, 3, 13, 70), 1, (5, 5), 2, 2, 1),
+    ((2, 4, 12, 7), 2, (3, 5), (2, 1), (0, 2), 1),
+    ((1, 2, 9, 130), 1, (3, 3), (1, 3), 2, 2),
+    ((3, 6, 7, 7), 1, (5, 5), 1, 2, 1),
+]
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+@pytest.mark.parametrize("xs,mult,k,stride,padding,dilation", DEPTHWISE_2D)
+def test_depthwise_conv2d_parity(xs, mult, k, stride, padding, dilation, channels_last):
+    """groups == channels runs the depthwise kernels (float32): NCHW, and channels-last (whose
+    kernel takes a channel multiplier of 1; other multipliers run the NHWC GEMM)."""
+    c = xs[1]
+    x, xr = make(xs, ember.float32, 30)
+    w, wr = make((c * mult, 1) + k, ember.float32, 31)
+    b, br = make((c * mult,), ember.float32, 32)
+    if channels_last:
+        x = x.contiguous(memory_format=ember.channels_last)
+    for bias, bias_ref in ((b, br), (None, None)):
+        got = F.conv2d(x, w, bias, stride=stride, padding=padding, dilation=dilation, groups=c)
+        p = norm(padding, 2)
+        check(got, conv_ref(xr, wr, bias_ref, norm(stride, 2), p, p, norm(dilation, 2), c), ember.float32)
+        assert got.is_contiguous(memory_format=ember.channels_last if channels_last else ember.contiguous_format)
+
+
+def test_depthwise_conv1d_parity():
+    x, xr = make((2, 4, 50), ember.float32, 33)
+    w, wr = make((8, 1, 7), ember.float32, 34)
+    got = F.conv1d(x, w, None, 2, 3, 2, 4)
+    check(got, conv_ref(xr, wr, None, (2,), (3,), (3,), (2,), 4), ember.float32)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+def test_depthwise_conv2d_gradients_match_float64(channels_last):
+    """A training step through the depthwise kernels: input, weight and bias gradients of the
+    float32 conv equal those of the float64 one (which takes the generic path)."""
+    x, _ = make((2, 6, 11, 10), ember.float32, 35)
+    w, _ = make((6, 1, 5, 5), ember.float32, 36)
+    b, _ = make((6,), ember.float32, 37)
+    grads = {}
+    for dtype in (ember.float32, ember.float64):
+        leaves = [t.to(dtype).detach().requires_grad_() for t in (x, w, b)]
+        xi = leaves[0].contiguous(memory_format=ember.channels_last) if channels_last else leaves[0]
+        y = F.conv2d(xi, leaves[1], leaves[2], stride=2, padding=2, groups=6)
+        (y * y).sum().backward()
+        grads[dtype] = [to_np(t.grad).astype(np.float64) for t in leaves]
+    for got, want in zip(grads[ember.float32], grads[ember.float64]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

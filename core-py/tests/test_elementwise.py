@@ -3,6 +3,7 @@ import pytest
 import scipy.special as sp
 
 import ember
+import ember.nn.functional as F
 from tensor_helpers import ALL, FLOATS, INTS, assert_close, layouts, to_np
 
 SHAPES = [(5, 7), (3, 4, 6), (), (0, 3), (70000,)]
@@ -222,3 +223,31 @@ def test_elementwise_allocates_exactly_its_output():
     x = ember.zeros(1000, 1000)
     y = x + 1
     assert y.numel() == x.numel() and y.is_contiguous() and not y._same_storage(x)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.int32], ids=str)
+def test_inplace_ops_on_runs_longer_than_a_block_equal_out_of_place(dtype):
+    """An in-place op reads its input in blocks (see backend/cpu/map.rs): runs of odd lengths
+    around the block size, contiguous and channels-last, give the out-of-place result."""
+    rng = np.random.default_rng(40)
+    for shape in [(1,), (127,), (129,), (1000,), (2, 7, 9, 11)]:
+        src = ember.tensor(rng.standard_normal(shape) * 4).to(dtype)
+        other = ember.tensor(rng.standard_normal(shape) * 4).to(dtype)
+        if len(shape) == 4:
+            src, other = (t.contiguous(memory_format=ember.channels_last) for t in (src, other))
+        checks = [(lambda t: t.add_(other), lambda t: t + other), (lambda t: t.mul_(3), lambda t: t * 3),
+                  (lambda t: t.sub_(other[..., :1]), lambda t: t - other[..., :1]),
+                  (lambda t: ember.sub(other, t, out=t), lambda t: other - t)]
+        if dtype.is_floating_point:
+            checks += [(lambda t: F.silu(t, inplace=True), F.silu), (lambda t: F.relu(t, inplace=True), F.relu),
+                       (lambda t: F.hardswish(t, inplace=True), F.hardswish), (lambda t: t.exp_(), ember.exp)]
+        for inplace, out_of_place in checks:
+            t = src.clone()
+            inplace(t)
+            np.testing.assert_allclose(to_np(t), to_np(out_of_place(src)), rtol=1e-6)
+
+
+def test_inplace_op_with_itself_as_both_operands():
+    x = ember.arange(300, dtype=ember.float32)
+    x.add_(x)
+    assert to_np(x).tolist() == [2.0 * i for i in range(300)]

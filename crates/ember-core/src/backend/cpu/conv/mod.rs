@@ -5,9 +5,10 @@
 //! bounded however large the image. Transposed convs multiply first and fold the columns back
 //! (col2im). Small GEMMs (depthwise, tiny images) run one per thread over (batch, group, tile);
 //! large ones are each split across all threads. Float32 2-d convs of suitable shapes run the
-//! direct kernels (`direct.rs`, `small.rs`), bfloat16 ones the bf16 GEMM where the CPU has one
+//! direct kernels (`direct.rs`, `small.rs`; depthwise ones `depthwise.rs`), bfloat16 ones the bf16 GEMM where the CPU has one
 //! (`bf16.rs`), channels-last ones the NHWC kernels (`../nhwc`).
 pub(crate) mod bf16;
+pub(crate) mod depthwise;
 pub(crate) mod direct;
 pub(crate) mod small;
 pub(crate) mod weight_grad;
@@ -301,7 +302,7 @@ pub fn compute_dtype(d: DType) -> DType {
 fn small_channels_last(ops: &Operands, g: &Geom) -> Option<Tensor> {
     let (batch, cin, cout) = (ops.batch, ops.input.shape()[1], ops.weight.shape()[0]);
     let forward_strides = ops.weight.strides().iter().all(|&s| s >= 0);
-    let c = direct_geometry(g, cin, cout, 1).filter(|c| forward_strides && ops.groups == 1 && ops.input.dtype() == DType::F32 && small::preferred(c, batch))?;
+    let c = flat_geometry(g, cin, cout, 1).filter(|c| c.supported() && forward_strides && ops.groups == 1 && ops.input.dtype() == DType::F32 && small::preferred(c, batch))?;
     let out = Tensor::uninit(&[batch, g.output[1], g.output[2], cout], DType::F32).ok()?.permute(&[0, 3, 1, 2]).ok()?;
     let strides = |t: &Tensor| -> small::Strides { std::array::from_fn(|d| t.strides()[d] as usize) };
     let (x, w) = ((ops.input.data_ptr::<f32>() as *const f32, strides(&ops.input)), (ops.weight.data_ptr::<f32>() as *const f32, strides(&ops.weight)));
@@ -316,7 +317,13 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
     let (groups, batch) = (ops.groups, ops.batch);
     let cin = ops.input.shape()[1] / groups;
     let cout = ops.weight.shape()[0] / groups;
-    if let Some(c) = direct_geometry(g, cin, cout, groups).filter(|_| T::DTYPE == DType::F32) {
+    let flat = flat_geometry(g, cin, cout, groups).filter(|_| T::DTYPE == DType::F32);
+    if let Some(c) = flat.filter(depthwise::applies) {
+        let bias = ops.bias.as_ref().map(|b| b.data_ptr::<f32>() as *const f32);
+        unsafe { depthwise::conv2d(&c, batch, ops.input.data_ptr::<f32>(), ops.weight.data_ptr::<f32>(), bias, out.data_ptr::<f32>()) };
+        return;
+    }
+    if let Some(c) = flat.filter(Conv2d::supported) {
         let bias = ops.bias.as_ref().map(|b| b.data_ptr::<f32>() as *const f32);
         let (x, w, o) = (ops.input.data_ptr::<f32>(), ops.weight.data_ptr::<f32>(), out.data_ptr::<f32>());
         if small::preferred(&c, batch) {
@@ -371,8 +378,8 @@ fn conv_forward<T: Element + std::ops::AddAssign>(ops: &Operands, g: &Geom, out:
     }
 }
 
-/// The direct kernel's view of a 1-d or 2-d geometry, when it supports it.
-fn direct_geometry(g: &Geom, channels: usize, out_channels: usize, groups: usize) -> Option<Conv2d> {
+/// The direct kernels' view of a 1-d or 2-d geometry (`None` for a 3-d one).
+fn flat_geometry(g: &Geom, channels: usize, out_channels: usize, groups: usize) -> Option<Conv2d> {
     let flat = g.input[0] == 1 && g.output[0] == 1 && g.kernel[0] == 1 && g.pad[0] == 0;
     let two = |v: [usize; 3]| [v[1], v[2]];
     let c = Conv2d {
@@ -386,7 +393,7 @@ fn direct_geometry(g: &Geom, channels: usize, out_channels: usize, groups: usize
         pad: two(g.pad),
         dilation: two(g.dilation),
     };
-    (flat && c.supported()).then_some(c)
+    flat.then_some(c)
 }
 
 /// Output rows per im2col tile: at most `COLUMN_BUDGET` columns of `k` rows, in the fewest tiles

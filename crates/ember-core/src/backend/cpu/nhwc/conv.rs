@@ -5,7 +5,8 @@
 //! A 1x1 stride-1 unpadded conv multiplies the input itself (`[N·H·W, C]`, no copy); other
 //! convs gather each position's window (`kh·kw` runs of `C/groups` channels) into a reused
 //! buffer, a tile of positions at a time. Depthwise convs (one channel per group) skip the GEMM:
-//! each tap adds `x[position, :] · w[tap, :]` over a contiguous run of channels.
+//! each tap adds `x[position, :] · w[tap, :]` over a contiguous run of channels (in float32 on
+//! AVX-512, `depthwise.rs` keeps the sums in registers).
 use super::{nhwc_view, uninit_channels_last};
 use crate::dtype::{DType, Element};
 use crate::backend::cpu::map::Ptr;
@@ -43,7 +44,7 @@ impl Geom2 {
         self.output[0] * self.output[1]
     }
     /// Input coordinate along `dim` of output `o` at tap `k`, when inside the image.
-    fn source(&self, dim: usize, o: usize, k: usize) -> Option<usize> {
+    pub(super) fn source(&self, dim: usize, o: usize, k: usize) -> Option<usize> {
         let i = (o * self.stride[dim] + k * self.dilation[dim]) as isize - self.pad[dim] as isize;
         (i >= 0 && (i as usize) < self.input[dim]).then_some(i as usize)
     }
@@ -87,6 +88,9 @@ pub fn conv2d(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, groups: usize,
         run_bf16(&xs, &w, bias, &os, groups, g);
     } else if x.dtype() == DType::F64 {
         run::<f64>(&xs, &w, bias, &os, groups, g, depthwise);
+    } else if depthwise && super::depthwise::applies(g) {
+        let bias = bias.map(|b| b.data_ptr::<f32>() as *const f32);
+        unsafe { super::depthwise::conv2d(g, n, c, xs.data_ptr::<f32>(), w.data_ptr::<f32>(), bias, os.data_ptr::<f32>()) };
     } else if super::direct::applies(g, c, k, groups) {
         let bias = bias.map(|b| b.data_ptr::<f32>() as *const f32);
         unsafe { super::direct::conv2d(g, [n, c, k], xs.data_ptr::<f32>(), w.data_ptr::<f32>(), bias, os.data_ptr::<f32>()) };

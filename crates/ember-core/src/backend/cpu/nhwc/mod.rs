@@ -4,6 +4,7 @@
 //! every other layout keeps its NCHW kernel. Channels are the innermost dim, so each kernel's
 //! inner loop runs over a contiguous run of channels.
 mod conv;
+mod depthwise;
 mod direct;
 mod norm;
 mod pool;
