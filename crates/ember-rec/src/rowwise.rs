@@ -37,12 +37,12 @@ pub(crate) fn check_bits(bits: u32) -> Result<()> {
     }
 }
 
-fn check_sizes(what: &str, input: usize, rows: usize, cols: usize, out: usize, out_row: usize) -> Result<()> {
-    if input != rows * cols || out != rows * out_row {
+fn check_sizes(what: &str, floats: usize, rows: usize, cols: usize, bytes: usize, row_bytes: usize) -> Result<()> {
+    if floats != rows * cols || bytes != rows * row_bytes {
         return fail(format!(
-            "{what}: {rows} rows of {cols} columns need {} inputs and {} outputs, got {input} and {out}",
+            "{what}: {rows} rows of {cols} columns need {} floats and {} bytes, got {floats} and {bytes}",
             rows * cols,
-            rows * out_row
+            rows * row_bytes
         ));
     }
     Ok(())
@@ -163,7 +163,7 @@ pub fn quantize_nbit(input: &[f32], rows: usize, cols: usize, bits: u32, out: &m
 #[inline(always)]
 pub(crate) fn dequantize_nbit_data(data: &[u8], bits: u32, scale: f32, bias: f32, out: &mut [f32]) {
     let per_byte = (8 / bits) as usize;
-    let mask = (1u8 << bits).wrapping_sub(1);
+    let mask = ((1u16 << bits) - 1) as u8;
     for (c, x) in out.iter_mut().enumerate() {
         let q = (data[c / per_byte] >> ((c % per_byte) as u32 * bits)) & mask;
         *x = (q as f32).mul_add(scale, bias);

@@ -9,7 +9,7 @@
 //! Each row is padded with zeros to a multiple of `row_alignment` bytes (FBGEMM: 1 on the CPU,
 //! 16 on GPUs). FBGEMM wants dims that fill whole bytes; here the last byte is padded instead.
 use crate::hfp8::Hfp8;
-use crate::rowwise::{check_bits, dequantize_nbit_data, packed_bytes, quantize_fused8_values, quantize_nbit_row};
+use crate::rowwise::{dequantize_nbit_data, packed_bytes, quantize_fused8_values, quantize_nbit_row};
 use crate::simd::f16_at;
 use crate::{fail, Result, ROWS_PER_TASK};
 use half::f16;
@@ -147,9 +147,6 @@ pub(crate) fn dequantize_row(ty: SparseType, row: &[u8], fp8: Hfp8, out: &mut [f
 
 /// Rows of type `ty` (each padded to a multiple of `alignment` bytes) as `rows` x `dim` floats.
 pub fn dequantize_rows(ty: SparseType, input: &[u8], rows: usize, dim: usize, alignment: usize, fp8: Hfp8, out: &mut [f32]) -> Result<()> {
-    if ty.is_int() {
-        check_bits(ty.bits())?;
-    }
     let row_bytes = ty.row_bytes(dim, alignment);
     check_rows("dequantize_rows", out.len(), rows, dim, input.len(), row_bytes)?;
     if dim == 0 {

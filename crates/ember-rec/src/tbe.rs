@@ -219,10 +219,10 @@ unsafe impl<T> Send for SharedOut<T> {}
 unsafe impl<T> Sync for SharedOut<T> {}
 
 /// Everything a task reads.
-struct Context<'a, I> {
+struct Context<'a, I, O> {
     batch: &'a TableBatch<'a>,
     indices: &'a [I],
-    offsets: &'a [I],
+    offsets: &'a [O],
     weights: Option<&'a [f32]>,
     pooling: Pooling,
     shape: &'a Shape,
@@ -252,7 +252,7 @@ impl Report {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run<I: IndexValue>(batch: &TableBatch<'_>, indices: &[I], offsets: &[I], weights: Option<&[f32]>, pooling: Pooling, bounds_check: BoundsCheck, shape: &Shape, out: Output<'_>) -> Result<u64> {
+fn run<I: IndexValue, O: IndexValue>(batch: &TableBatch<'_>, indices: &[I], offsets: &[O], weights: Option<&[f32]>, pooling: Pooling, bounds_check: BoundsCheck, shape: &Shape, out: Output<'_>) -> Result<u64> {
     let context = Context { batch, indices, offsets, weights, pooling, shape };
     let tasks = tasks(batch.tables.len(), shape.batch);
     let report = match out {
@@ -302,7 +302,7 @@ impl Store for f16 {
     }
 }
 
-fn run_task<I: IndexValue, T: Store>(context: &Context<'_, I>, task: &Task, out: &SharedOut<T>) -> Report {
+fn run_task<I: IndexValue, O: IndexValue, T: Store>(context: &Context<'_, I, O>, task: &Task, out: &SharedOut<T>) -> Report {
     #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA.
@@ -315,12 +315,12 @@ fn run_task<I: IndexValue, T: Store>(context: &Context<'_, I>, task: &Task, out:
 /// multiply-adds are single instructions instead of library calls.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_task_avx2<I: IndexValue, T: Store>(context: &Context<'_, I>, task: &Task, out: &SharedOut<T>) -> Report {
+unsafe fn run_task_avx2<I: IndexValue, O: IndexValue, T: Store>(context: &Context<'_, I, O>, task: &Task, out: &SharedOut<T>) -> Report {
     task_body(context, task, out)
 }
 
 #[inline(always)]
-fn task_body<I: IndexValue, T: Store>(context: &Context<'_, I>, task: &Task, out: &SharedOut<T>) -> Report {
+fn task_body<I: IndexValue, O: IndexValue, T: Store>(context: &Context<'_, I, O>, task: &Task, out: &SharedOut<T>) -> Report {
     let batch = context.batch;
     let table = batch.tables[task.table];
     let row_bytes = table.ty.row_bytes(table.dim, batch.row_alignment);
@@ -330,6 +330,9 @@ fn task_body<I: IndexValue, T: Store>(context: &Context<'_, I>, task: &Task, out
     let mut acc = vec![0f32; dim];
     let mut scratch = Scratch::new(dim);
     let width = context.shape.width;
+    let unpadded = table.ty.unpadded_row_bytes(dim);
+    let first_bag = task.table * context.shape.batch;
+    let task_end = context.offsets[first_bag + task.samples.end].value() as usize;
     for b in task.samples.clone() {
         let bag = task.table * context.shape.batch + b;
         let (start, end) = (context.offsets[bag].value() as usize, context.offsets[bag + 1].value() as usize);
@@ -337,6 +340,14 @@ fn task_body<I: IndexValue, T: Store>(context: &Context<'_, I>, task: &Task, out
             acc.fill(0.0);
         }
         for i in start..end {
+            // Rows are scattered across tables far larger than the caches: ask for the row
+            // PREFETCH_DISTANCE lookups ahead now, so that it has arrived when its turn comes.
+            if let Some(ahead) = context.indices.get(i + PREFETCH_DISTANCE).filter(|_| i + PREFETCH_DISTANCE < task_end) {
+                let ahead = ahead.value();
+                if (0..table.rows as i64).contains(&ahead) {
+                    prefetch(&rows[ahead as usize * row_bytes..][..unpadded]);
+                }
+            }
             let index = context.indices[i].value();
             let row = match usize::try_from(index) {
                 Ok(row) if row < table.rows => Some(row),
@@ -353,7 +364,7 @@ fn task_body<I: IndexValue, T: Store>(context: &Context<'_, I>, task: &Task, out
             }
             if let Some(row) = row {
                 let weight = context.weights.map_or(1.0, |w| w[i]);
-                accumulate(table.ty, &rows[row * row_bytes..][..table.ty.unpadded_row_bytes(dim)], weight, batch.fp8, &mut acc, &mut scratch);
+                accumulate(table.ty, &rows[row * row_bytes..][..unpadded], weight, batch.fp8, &mut acc, &mut scratch);
             }
             if context.pooling == Pooling::None {
                 // SAFETY: row i of the unpooled output belongs to this task's bags alone.
@@ -372,6 +383,21 @@ fn task_body<I: IndexValue, T: Store>(context: &Context<'_, I>, task: &Task, out
         }
     }
     report
+}
+
+/// How many lookups ahead rows are prefetched (FBGEMM's CPU kernels use 16).
+const PREFETCH_DISTANCE: usize = 16;
+
+/// Asks for the cache lines of `bytes`.
+#[inline(always)]
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for at in (0..bytes.len()).step_by(64) {
+        // SAFETY: a prefetch reads nothing architecturally, and the address is inside `bytes`.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(bytes.as_ptr().add(at) as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
 }
 
 /// Per-task buffers for unpacking a row.
@@ -410,7 +436,7 @@ fn accumulate(ty: SparseType, row: &[u8], weight: f32, fp8: Hfp8, acc: &mut [f32
 
 /// An integer row's values (one byte each) from its packed data, low bits first.
 #[inline(always)]
-fn unpack<'s>(ty: SparseType, data: &[u8], dim: usize, levels: &'s mut [u8]) -> &'s [u8] {
+fn unpack<'s>(ty: SparseType, data: &'s [u8], dim: usize, levels: &'s mut [u8]) -> &'s [u8] {
     match ty {
         SparseType::Int8 => return &data[..dim],
         SparseType::Int4 => {
@@ -501,17 +527,15 @@ mod tests {
 
     fn bags() -> (Vec<i64>, Vec<i64>) {
         // B = 2 samples per table; table-major bags of varied lengths, one empty, pruned -1s.
-        let lengths = [2, 1, 0, 3, 2, 2, 1, 1, 4, 0, 2, 3];
-        let offsets: Vec<i64> = std::iter::once(0).chain(lengths.iter().scan(0, |s, &l| {
-            *s += l;
-            Some(*s)
-        })).collect();
-        let rows: Vec<usize> = SPECS.iter().flat_map(|s| [s.1, s.1]).collect();
+        let lengths: [usize; 12] = [2, 1, 0, 3, 2, 2, 1, 1, 4, 0, 2, 3];
+        let mut offsets = vec![0i64];
         let mut indices = Vec::new();
         for (bag, &l) in lengths.iter().enumerate() {
+            let rows = SPECS[bag / 2].1;
             for j in 0..l {
-                indices.push(if (bag + j) % 5 == 4 { -1 } else { ((bag * 3 + j * 7) % rows[bag]) as i64 });
+                indices.push(if (bag + j) % 5 == 4 { -1 } else { ((bag * 3 + j * 7) % rows) as i64 });
             }
+            offsets.push(indices.len() as i64);
         }
         (indices, offsets)
     }
@@ -559,7 +583,7 @@ mod tests {
         embedding_bags(&batch, Indices::I32(&i32s), Indices::I32(&o32s), None, Pooling::Sum, BoundsCheck::Fatal, Output::F16(&mut out)).unwrap();
         let want = reference(&built, &indices, &offsets, None, false);
         for (a, b) in out.iter().zip(&want) {
-            assert_eq!(*a, f16::from_f32(*b));
+            assert!((a.to_f32() - b).abs() <= 1e-3 * (1.0 + b.abs()), "{a} vs {b}");
         }
     }
 
