@@ -33,15 +33,14 @@ def main(source, target):
         out[f"embs.{name}"] = values.numpy() if scale_shift is None else np.concatenate([scale_shift.numpy(), values.numpy()], 1)
     specs = [("", int(r), int(d), SparseType(TYPES[int(ty)]), EmbeddingLocation.HOST)
              for ty, r, d in data["tbe.specs"]]
+    indices, offsets, weights = (torch.from_numpy(data[f"tbe.{name}"]) for name in ("indices", "offsets", "weights"))
     for mode in ("sum", "mean"):
         tbe = IntNBitTableBatchedEmbeddingBagsCodegen(specs, pooling_mode=PoolingMode.from_str(mode), device="cpu",
                                                       output_dtype=SparseType.FP32)
         tbe.initialize_weights()
         tables = [torch.from_numpy(data[f"tbe.table{t}"]) for t in range(len(specs))]
-        tbe.assign_embedding_weights([(w, None) if s[3].is_float() else (w[:, 4:], w[:, :4])
-                                      for w, s in zip(tables, specs)])
-        indices, offsets = torch.from_numpy(data["tbe.indices"]), torch.from_numpy(data["tbe.offsets"])
-        out[f"tbe.{mode}"] = tbe(indices, offsets, torch.from_numpy(data["tbe.weights"])).numpy()
+        tbe.assign_embedding_weights([(w, None) if s[3].is_float() else (w[:, 4:], w[:, :4]) for w, s in zip(tables, specs)])
+        out[f"tbe.{mode}"] = tbe(indices, offsets, weights).numpy()
     np.savez(target, **out)
 
 
