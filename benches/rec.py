@@ -17,7 +17,14 @@ Each library runs in its own process (the PyTorch ones in EMBER_BENCH_TORCH_PYTH
 interpreter), all with every core's threads; the inputs and table weights come from the same
 seeded NumPy generators, and the outputs' checksums are compared. Times are the best of REPEATS;
 peak memory is each process's peak RSS (the tables, 464 MB, and their gradients included).
-Without torchrec/fbgemm_gpu (or torch) in that interpreter their columns say so."""
+Without torchrec/fbgemm_gpu (or torch) in that interpreter their columns say so.
+
+- Quantized inference TBE: FBGEMM's `nbit-cpu` benchmark configuration (B=512 samples, T=32
+  tables of E=100,000 rows, D=128, L=20 ids per bag, fp16 output, SUM pooling), the tables INT4,
+  INT8 or FP8 (random row bytes with a fixed binary16 scale and bias, the same in both);
+  `emberrec.fbgemm`'s IntNBitTableBatchedEmbeddingBagsCodegen vs fbgemm_gpu's on the CPU, one
+  process per library and type. GB/s counts the row bytes the lookups read (B * T * L rows);
+  times are the best of TBE_REPEATS forwards."""
 import json
 import os
 import subprocess
@@ -236,7 +243,78 @@ def plain_torch_worker():
     }
 
 
+TBE_B, TBE_T, TBE_E, TBE_D, TBE_L = 512, 32, 100_000, 128, 20
+TBE_TYPES = ["int4", "int8", "fp8"]
+TBE_REPEATS = 10
+
+
+def tbe_row_bytes(name):
+    return {"int4": TBE_D // 2 + 4, "int8": TBE_D + 4, "fp8": TBE_D}[name]
+
+
+def tbe_tables(name):
+    """Per table (values, scale_shift or None) as NumPy uint8: random values; scale 0.01, bias -0.05."""
+    rng = np.random.default_rng(5)
+    header = 4 if name != "fp8" else 0
+    tables = []
+    for _ in range(TBE_T):
+        values = rng.integers(0, 256, (TBE_E, tbe_row_bytes(name) - header), dtype=np.uint8)
+        if name == "fp8":
+            values &= 0xbf  # exponents below 8: values of a few units, as trained tables have
+            tables.append((values, None))
+        else:
+            scale_shift = np.tile(np.array([0.01, -0.05], np.float16).view(np.uint8), (TBE_E, 1))
+            tables.append((values, scale_shift))
+    return tables
+
+
+def tbe_bags():
+    rng = np.random.default_rng(6)
+    indices = rng.integers(0, TBE_E, TBE_B * TBE_T * TBE_L).astype(np.int32)
+    offsets = (np.arange(TBE_B * TBE_T + 1) * TBE_L).astype(np.int32)
+    return indices, offsets
+
+
+def tbe_result(forward, name):
+    seconds = best_seconds(forward, TBE_REPEATS)
+    return {"seconds": seconds, "gbps": TBE_B * TBE_T * TBE_L * tbe_row_bytes(name) / seconds / 1e9,
+            "checksum": float(np.asarray(forward(), np.float64).sum()), "peak_mb": peak_rss_mb()}
+
+
+def ember_tbe_worker(name):
+    import ember
+    from emberrec.fbgemm.split_embedding_configs import SparseType
+    from emberrec.fbgemm.split_table_batched_embeddings_ops_common import EmbeddingLocation
+    from emberrec.fbgemm.split_table_batched_embeddings_ops_inference import IntNBitTableBatchedEmbeddingBagsCodegen
+
+    ember.set_num_threads(THREADS)
+    specs = [(f"t{t}", TBE_E, TBE_D, SparseType(name), EmbeddingLocation.HOST) for t in range(TBE_T)]
+    tbe = IntNBitTableBatchedEmbeddingBagsCodegen(specs, output_dtype=SparseType.FP16)
+    tbe.assign_embedding_weights([(ember.from_numpy(v), None if s is None else ember.from_numpy(s)) for v, s in tbe_tables(name)])
+    indices, offsets = (ember.from_numpy(a) for a in tbe_bags())
+    result = tbe_result(lambda: tbe(indices, offsets).numpy(), name)
+    return {**result, "versions": f"ember {ember.__version__}"}
+
+
+def fbgemm_tbe_worker(name):
+    import torch
+    from fbgemm_gpu.split_embedding_configs import SparseType
+    from fbgemm_gpu.split_table_batched_embeddings_ops_common import EmbeddingLocation
+    from fbgemm_gpu.split_table_batched_embeddings_ops_inference import IntNBitTableBatchedEmbeddingBagsCodegen
+
+    torch.set_num_threads(THREADS)
+    specs = [(f"t{t}", TBE_E, TBE_D, SparseType(name), EmbeddingLocation.HOST) for t in range(TBE_T)]
+    tbe = IntNBitTableBatchedEmbeddingBagsCodegen(specs, device="cpu", output_dtype=SparseType.FP16)
+    tbe.initialize_weights()
+    tbe.assign_embedding_weights([(torch.from_numpy(v), None if s is None else torch.from_numpy(s)) for v, s in tbe_tables(name)])
+    indices, offsets = (torch.from_numpy(a) for a in tbe_bags())
+    result = tbe_result(lambda: tbe(indices, offsets).numpy(), name)
+    return {**result, "versions": versions("torch", "fbgemm-gpu-nightly-cpu", "fbgemm-gpu-cpu", "fbgemm-gpu")}
+
+
 WORKERS = {"ember": ember_worker, "torchrec": torchrec_worker, "torch": plain_torch_worker}
+WORKERS.update({f"ember_tbe_{name}": (lambda name=name: ember_tbe_worker(name)) for name in TBE_TYPES})
+WORKERS.update({f"fbgemm_tbe_{name}": (lambda name=name: fbgemm_tbe_worker(name)) for name in TBE_TYPES})
 
 
 def run_worker(name, python, folder):
@@ -269,7 +347,7 @@ def agree(ember, other):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="emberrec-bench-") as folder:
-        results = {name: run_worker(name, sys.executable if name == "ember" else TORCH_PYTHON, folder)
+        results = {name: run_worker(name, sys.executable if name.startswith("ember") else TORCH_PYTHON, folder)
                    for name in WORKERS}
     ember, torchrec, torch = results["ember"], results["torchrec"], results["torch"]
     if "error" in ember:
@@ -294,6 +372,32 @@ def main():
     for name, result in (("TorchRec + FBGEMM", torchrec), ("plain PyTorch", torch)):
         if "error" in result:
             print(f"\n{name} did not run in {TORCH_PYTHON}: {result['error']}")
+    print_tbe(results)
+
+
+def print_tbe(results):
+    fbgemm_versions = next((r["versions"] for n, r in results.items() if n.startswith("fbgemm_tbe") and "error" not in r), "n/a")
+    print(f"\nQuantized inference TBE, FBGEMM's nbit-cpu configuration: B={TBE_B}, T={TBE_T}, E={TBE_E:,}, D={TBE_D}, "
+          f"L={TBE_L}, SUM pooling, fp16 output; {cpu_model()} ({os.cpu_count()} cores, shared), {THREADS} threads; "
+          f"best of {TBE_REPEATS}. fbgemm_gpu column: {fbgemm_versions}.\n")
+    print("| rows | emberrec | GB/s | fbgemm_gpu (CPU) | GB/s | fbgemm time / emberrec time | peak RSS emberrec / fbgemm |")
+    print("|---|---|---|---|---|---|---|")
+    for name in TBE_TYPES:
+        ours, theirs = results[f"ember_tbe_{name}"], results[f"fbgemm_tbe_{name}"]
+        if "error" in ours:
+            raise RuntimeError(f"the emberrec TBE worker ({name}) failed: {ours['error']}")
+        if "error" in theirs:
+            their_cells = "n/a | | |"
+        else:
+            agree = "" if np.isclose(ours["checksum"], theirs["checksum"], rtol=1e-3) else " (outputs DIFFER)"
+            their_cells = (f"{theirs['seconds'] * 1e3:.2f} ms | {theirs['gbps']:.2f} | "
+                           f"{theirs['seconds'] / ours['seconds']:.2f}x{agree} |")
+        peak = f"{ours['peak_mb']:.0f} MB / " + ("n/a" if "error" in theirs else f"{theirs['peak_mb']:.0f} MB")
+        print(f"| {name.upper()} ({tbe_row_bytes(name)} B/row) | {ours['seconds'] * 1e3:.2f} ms | {ours['gbps']:.2f} | "
+              f"{their_cells} {peak} |")
+    missing = [n for n, r in results.items() if n.startswith("fbgemm_tbe") and "error" in r]
+    if missing:
+        print(f"\nfbgemm_gpu did not run in {TORCH_PYTHON}: {results[missing[0]]['error']}")
 
 
 if __name__ == "__main__":

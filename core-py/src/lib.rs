@@ -14,6 +14,7 @@ mod linalg;
 mod nn_spatial;
 mod nn_core;
 mod ops;
+mod rec;
 mod serialize;
 mod sort;
 mod tensor;
@@ -69,6 +70,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     text::register(m)?;
     audio::register(m)?;
     arrow::register(m)?;
+    rec::register(m)?;
     index::register(m)?;
     dlpack::register(m)?;
     sort::register(m)?;

@@ -1,6 +1,8 @@
 """FBGEMM's jagged and sparse operators (`torch.ops.fbgemm.*`), written as compositions of
 vectorised Ember ops: no Python loop runs over keys, samples or values, and every op here is
-differentiable with respect to its values (and weights) through Ember's autograd.
+differentiable with respect to its values (and weights) through Ember's autograd. The quantized
+row formats' operators (`FloatToFusedNBitRowwiseQuantizedSBHalf`, ...) come from
+`emberrec.fbgemm.quantize_ops` (Rust kernels, not differentiable).
 
 A jagged batch is `values` (total, *inner) with `offsets` (B + 1,), where sample b holds
 `values[offsets[b]:offsets[b + 1]]`. These functions trust their lengths and offsets to be
@@ -8,6 +10,9 @@ consistent (the `JaggedTensor` / `KeyedJaggedTensor` constructors validate them 
 argument types are checked here.
 """
 import ember
+from emberrec.fbgemm.quantize_ops import (
+    FloatToFused8BitRowwiseQuantized, FloatToFusedNBitRowwiseQuantizedSBHalf, FloatToHFP8Quantized,
+    Fused8BitRowwiseQuantizedToFloat, FusedNBitRowwiseQuantizedSBHalfToFloat, HFP8QuantizedToFloat)
 
 __all__ = [
     "asynchronous_complete_cumsum",
@@ -21,6 +26,12 @@ __all__ = [
     "permute_2D_sparse_data",
     "permute_1D_sparse_data",
     "segment_sum",
+    "FloatToFused8BitRowwiseQuantized",
+    "Fused8BitRowwiseQuantizedToFloat",
+    "FloatToFusedNBitRowwiseQuantizedSBHalf",
+    "FusedNBitRowwiseQuantizedSBHalfToFloat",
+    "FloatToHFP8Quantized",
+    "HFP8QuantizedToFloat",
 ]
 
 INDEX_DTYPES = (ember.int64, ember.int32, ember.int16, ember.int8, ember.uint8)
