@@ -111,7 +111,7 @@ def test_gitignore_covers_build_outputs():
     assert ignored.stdout.split() == paths
 
 
-CRATES = ["ember-core", "ember-text", "ember-audio"]
+CRATES = ["ember-core", "ember-text", "ember-audio", "ember-arrow", "ember-rec"]
 
 
 def test_workspace_rust_version_is_the_avx512_one():

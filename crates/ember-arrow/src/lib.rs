@@ -3,6 +3,7 @@
 //! straight from a frame's columns. Everything works on plain slices (values, offsets, validity
 //! bitmaps as Arrow lays them out), so the buffers cross from Python without a copy; parallel
 //! kernels run on the current rayon pool (the binding installs Ember's).
+#![doc = include_str!("../README.md")]
 mod bitmap;
 mod dense;
 mod jagged;

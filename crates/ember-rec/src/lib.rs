@@ -4,6 +4,7 @@
 //! table-batched embedding bag), and that embedding bag itself (`tbe`), which dequantizes each
 //! row as it pools it. Parallel kernels run on the current rayon pool (the binding installs
 //! Ember's). Exposed to Python as `ember._C.rec`.
+#![doc = include_str!("../README.md")]
 mod hfp8;
 mod rowwise;
 mod simd;
