@@ -4,6 +4,7 @@
 mod arrow;
 mod audio;
 mod autograd;
+mod buffers;
 mod complex;
 mod convert;
 mod cuda;

@@ -3,7 +3,8 @@
 //! viewed as uint16), and the kernels run on Ember's pool with the GIL released.
 use ember_rec::{self as kernels, BoundsCheck, Hfp8, Indices, Output, Pooling, SparseType, Table, TableBatch};
 use half::f16;
-use pyo3::buffer::{Element, PyBuffer};
+use crate::buffers::{items, items_mut};
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -17,39 +18,6 @@ fn to_py(e: kernels::Error) -> PyErr {
 /// Runs a kernel on Ember's pool, the GIL released.
 fn run<T: Send>(py: Python<'_>, kernel: impl FnOnce() -> kernels::Result<T> + Send) -> PyResult<T> {
     py.detach(|| ember_core::parallel::pool().install(kernel)).map_err(to_py)
-}
-
-fn contiguous<T: Element>(buf: &PyBuffer<T>, name: &str) -> PyResult<()> {
-    if buf.is_c_contiguous() {
-        Ok(())
-    } else {
-        Err(PyValueError::new_err(format!("{name}: the buffer must be contiguous")))
-    }
-}
-
-/// The items of a buffer, borrowed for as long as the buffer is held.
-fn items<'a, T: Element>(buf: &'a PyBuffer<T>, name: &str) -> PyResult<&'a [T]> {
-    contiguous(buf, name)?;
-    if buf.item_count() == 0 {
-        return Ok(&[]);
-    }
-    // SAFETY: a held buffer keeps its memory alive and in place; it is contiguous and aligned
-    // (PyBuffer::get checked the alignment and the item type).
-    Ok(unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const T, buf.item_count()) })
-}
-
-/// The items of an output buffer. The caller passes a fresh array that no input shares.
-#[allow(clippy::mut_from_ref)]
-fn items_mut<'a, T: Element>(buf: &'a PyBuffer<T>, name: &str) -> PyResult<&'a mut [T]> {
-    contiguous(buf, name)?;
-    if buf.readonly() {
-        return Err(PyValueError::new_err(format!("{name}: the output buffer is read-only")));
-    }
-    if buf.item_count() == 0 {
-        return Ok(&mut []);
-    }
-    // SAFETY: as in `items`, and the buffer is writable and not read elsewhere during the call.
-    Ok(unsafe { std::slice::from_raw_parts_mut(buf.buf_ptr() as *mut T, buf.item_count()) })
 }
 
 fn hfp8(exponent_bits: i64, exponent_bias: i64) -> PyResult<Hfp8> {
