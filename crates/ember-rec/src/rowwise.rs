@@ -37,7 +37,8 @@ pub(crate) fn check_bits(bits: u32) -> Result<()> {
     }
 }
 
-fn check_sizes(what: &str, floats: usize, rows: usize, cols: usize, bytes: usize, row_bytes: usize) -> Result<()> {
+/// That `floats` and `bytes` hold exactly `rows` rows of `cols` values and of `row_bytes` bytes.
+pub(crate) fn check_sizes(what: &str, floats: usize, rows: usize, cols: usize, bytes: usize, row_bytes: usize) -> Result<()> {
     if floats != rows * cols || bytes != rows * row_bytes {
         return fail(format!(
             "{what}: {rows} rows of {cols} columns need {} floats and {} bytes, got {floats} and {bytes}",

@@ -8,6 +8,7 @@
 //!   bias then rounded to binary16.
 //! Each row is padded with zeros to a multiple of `row_alignment` bytes (FBGEMM: 1 on the CPU,
 //! 16 on GPUs). FBGEMM wants dims that fill whole bytes; here the last byte is padded instead.
+use crate::rowwise::check_sizes;
 use crate::hfp8::Hfp8;
 use crate::rowwise::{dequantize_nbit_data, packed_bytes, quantize_fused8_values, quantize_nbit_row};
 use crate::simd::f16_at;
@@ -68,22 +69,11 @@ impl SparseType {
     }
 }
 
-fn check_rows(what: &str, floats: usize, rows: usize, dim: usize, bytes: usize, row_bytes: usize) -> Result<()> {
-    if floats != rows * dim || bytes != rows * row_bytes {
-        return fail(format!(
-            "{what}: {rows} rows of dim {dim} need {} floats and {} bytes, got {floats} and {bytes}",
-            rows * dim,
-            rows * row_bytes
-        ));
-    }
-    Ok(())
-}
-
 /// `rows` x `dim` floats into rows of type `ty`, each padded to a multiple of `alignment`
 /// bytes. FP8 values saturate at `fp8_max_pos`.
 pub fn quantize_rows(ty: SparseType, input: &[f32], rows: usize, dim: usize, alignment: usize, fp8: Hfp8, fp8_max_pos: f32, out: &mut [u8]) -> Result<()> {
     let row_bytes = ty.row_bytes(dim, alignment);
-    check_rows("quantize_rows", input.len(), rows, dim, out.len(), row_bytes)?;
+    check_sizes("quantize_rows", input.len(), rows, dim, out.len(), row_bytes)?;
     if dim == 0 {
         out.chunks_exact_mut(row_bytes.max(1)).for_each(|q| quantize_row(ty, &[], fp8, fp8_max_pos, q));
         return Ok(());
@@ -148,7 +138,7 @@ pub(crate) fn dequantize_row(ty: SparseType, row: &[u8], fp8: Hfp8, out: &mut [f
 /// Rows of type `ty` (each padded to a multiple of `alignment` bytes) as `rows` x `dim` floats.
 pub fn dequantize_rows(ty: SparseType, input: &[u8], rows: usize, dim: usize, alignment: usize, fp8: Hfp8, out: &mut [f32]) -> Result<()> {
     let row_bytes = ty.row_bytes(dim, alignment);
-    check_rows("dequantize_rows", out.len(), rows, dim, input.len(), row_bytes)?;
+    check_sizes("dequantize_rows", out.len(), rows, dim, input.len(), row_bytes)?;
     if dim == 0 {
         return Ok(());
     }
