@@ -466,8 +466,14 @@ def test_torchx_component_builds_ember_launcher_apps():
     assert role.args == ["-m", "ember.distributed.run", "--nproc-per-node", "4", "train.py", "--epochs", "3"]
     assert role.num_replicas == 1 and role.env == {"A": "1"}
     assert ddp(m="pkg.train", j="2").roles[0].args[-3:] == ["2", "-m", "pkg.train"]
-    with pytest.raises(NotImplementedError, match="runs on one node; j='2x4'"):
-        ddp(script="train.py", j="2x4")
+    (nodes,) = ddp("--lr", "1 2", script="train.py", j="2x4", rdzv_port=29501).roles
+    assert nodes.entrypoint == "bash" and nodes.num_replicas == 2 and nodes.port_map == {"c10d": 29501}
+    assert nodes.args[1] == ("python -m ember.distributed.run --nproc-per-node 4 --nnodes 2 --rdzv-backend c10d "
+                             "--rdzv-id '${app_id}' --rdzv-endpoint $${${rank0_env}:=localhost}:29501 train.py --lr '1 2'")
+    static = ddp(script="train.py", j="3x1", rdzv_backend="static").roles[0].args[1]
+    assert "--rdzv-backend static" in static and "--node-rank '${replica_id}'" in static
+    with pytest.raises(NotImplementedError, match="fixed number of nodes; j='1:2x4'"):
+        ddp(script="train.py", j="1:2x4")
     with pytest.raises(ValueError, match="exactly one of --script and -m"):
         ddp()
     with pytest.raises(ValueError, match="j must be"):
@@ -491,9 +497,14 @@ def test_torchx_runs_the_component_on_its_local_scheduler(tmp_path, monkeypatch)
     for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
     with get_runner() as runner:
-        handle = runner.run(ddp(str(tmp_path), script=str(script), j="2"), scheduler="local_cwd",
-                            cfg={"log_dir": str(tmp_path / "logs")})
-        status = runner.wait(handle, wait_interval=0.1)
-        logs = "".join(runner.log_lines(handle, "train", 0, streams=None)) if status.state != AppState.SUCCEEDED else ""
-    assert status.state == AppState.SUCCEEDED, logs
-    assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["2 3", "2 3"]
+        # one node of two processes, then two nodes (replicas) of one process each
+        for j, port in (("2", 29500), ("2x1", free_ports(1)[0])):
+            handle = runner.run(ddp(str(tmp_path), script=str(script), j=j, rdzv_port=port), scheduler="local_cwd",
+                                cfg={"log_dir": str(tmp_path / "logs" / j)})
+            status = runner.wait(handle, wait_interval=0.1)
+            logs = ("".join(runner.log_lines(handle, "train", 0, streams=None)) if status.state != AppState.SUCCEEDED
+                    else "")
+            assert status.state == AppState.SUCCEEDED, logs
+            assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["2 3", "2 3"]
+            for r in range(2):
+                (tmp_path / f"rank{r}").unlink()

@@ -16,6 +16,7 @@ import numpy as np
 
 import ember
 from ember.distributed import _mpi
+from ember.distributed._nodes import joined_world
 from ember.distributed._mpi import ReduceOp, check_reduce_op, check_tensor, dtype_code, mpi_buffer, mpi_op, mpi_vector, view
 from ember.distributed._store import FileStore, HashStore, PrefixStore, Store, TCPStore
 from ember.distributed._work import (Channel, DistBackendError, DistError, DistNetworkError, DistStoreError, Last,
@@ -214,7 +215,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     MPI = _mpi.require_mpi()
     if not MPI.Is_initialized():
         MPI.Init_thread()
-    world = MPI.COMM_WORLD
+    world = joined_world(MPI, timeout)
     _check_launch(world, given_size, given_rank)
     health.start(world)
     _wait_for_everyone(world, timeout, "init_process_group")
