@@ -41,9 +41,24 @@ def quantize_embeddings(module, dtype, inplace, additional_qconfig_spec_keys=Non
     missing = [t.__name__ for t in spec_types if t not in mapping]
     if missing:
         raise ValueError(f"no quantized module for {missing}: give one in additional_mapping")
+    mapping = {t: mapping[t] for t in spec_types}
+    _check_table_names(module, mapping, per_table_weight_dtype or {})
     if not inplace:
         module = copy.deepcopy(module)
-    return _swap(module, {t: mapping[t] for t in spec_types}, qconfig)
+    return _swap(module, mapping, qconfig)
+
+
+def _check_table_names(module, mapping, per_table_weight_dtype):
+    """per_table_weight_dtype may only name tables of the modules to quantize (a typo would
+    otherwise go unnoticed)."""
+    names = set()
+    for child in module.modules():
+        if type(child) in mapping:
+            configs = getattr(child, "embedding_bag_configs", None) or getattr(child, "embedding_configs", None) or []
+            names.update(config.name for config in configs)
+    unknown = sorted(set(per_table_weight_dtype) - names)
+    if unknown:
+        raise ValueError(f"per_table_weight_dtype names tables that no module to quantize has: {unknown}")
 
 
 def _swap(module, mapping, qconfig):

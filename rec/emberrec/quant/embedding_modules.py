@@ -102,9 +102,6 @@ def _quantized_configs(module, configs):
     weight_type = dtype_to_data_type(_observed_dtype(qconfig.weight, "weight"))
     per_table = getattr(qconfig, "per_table_weight_dtype", None) or {}
     configs = copy.deepcopy(configs)
-    unknown = set(per_table) - {c.name for c in configs}
-    if unknown:
-        raise ValueError(f"qconfig.per_table_weight_dtype names tables the module lacks: {sorted(unknown)}")
     for config in configs:
         config.data_type = dtype_to_data_type(per_table[config.name]) if config.name in per_table else weight_type
     return configs, _observed_dtype(qconfig.activation, "activation")
@@ -202,13 +199,15 @@ class _TableBatch:
             yield table, buffers
 
 
-def _register_state(module_dict, batches, split_scale_bias):
-    for batch in batches:
-        for table, buffers in batch.state_buffers(split_scale_bias):
-            holder = nn.Module()
-            for name, tensor in buffers.items():
-                holder.register_buffer(name, tensor)
-            module_dict[table.name] = holder
+def _register_state(module_dict, tables, batches, split_scale_bias):
+    """Each table's buffers under `module_dict[table name]`, in the tables' order (the float
+    module's state-dict order, whatever the table batches)."""
+    per_table = {table.name: buffers for batch in batches for table, buffers in batch.state_buffers(split_scale_bias)}
+    for table in tables:
+        holder = nn.Module()
+        for name, tensor in per_table[table.name].items():
+            holder.register_buffer(name, tensor)
+        module_dict[table.name] = holder
 
 
 def _group_by(tables, key):
@@ -246,7 +245,7 @@ class EmbeddingBagCollection(EmbeddingBagCollectionInterface):
         if self.register_tbes:
             self.tbes = nn.ModuleList([batch.tbe for batch in self._emb_modules])
         self.embedding_bags = nn.ModuleDict()
-        _register_state(self.embedding_bags, self._emb_modules, quant_state_dict_split_scale_bias)
+        _register_state(self.embedding_bags, self._embedding_bag_configs, self._emb_modules, quant_state_dict_split_scale_bias)
         self._embedding_names = [name for names in get_embedding_names_by_table(tables) for name in names]
         self._length_per_key = [t.embedding_dim for t in tables for _ in t.feature_names]
         self._feature_names = [f for t in tables for f in t.feature_names]
@@ -337,7 +336,7 @@ class EmbeddingCollection(EmbeddingCollectionInterface):
         if self.register_tbes:
             self.tbes = nn.ModuleList([batch.tbe for batch in self._emb_modules])
         self.embeddings = nn.ModuleDict()
-        _register_state(self.embeddings, self._emb_modules, quant_state_dict_split_scale_bias)
+        _register_state(self.embeddings, self._embedding_configs, self._emb_modules, quant_state_dict_split_scale_bias)
         self._embedding_names_by_table = get_embedding_names_by_table(tables)
         names = dict(zip((t.name for t in tables), self._embedding_names_by_table))
         # each table batch's output keys, in its features' order
