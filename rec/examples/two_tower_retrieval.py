@@ -170,7 +170,7 @@ def parse_args(argv=None):
     parser.add_argument("--ratings-per-user", type=int, default=40)
     parser.add_argument("--dim", type=int, default=16)
     parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--centroids", type=int, default=8)
