@@ -2,8 +2,10 @@
 outputs against NumPy pooling of the rows NumPy dequantizes from the state dict, quantization
 error within half a step, TorchRec's state-dict keys, quantize_embeddings on DLRM, bad inputs,
 and TorchRec's own quantized EBC where an interpreter has torchrec (torchrec_quant_reference.py)."""
+import copy
 import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -144,6 +146,20 @@ def test_load_state_dict_fills_a_module_built_from_quantized_configs():
     np.testing.assert_array_equal(empty(kjt).values().numpy(), source(kjt).values().numpy())
 
 
+@pytest.mark.parametrize("split", [False, True])
+def test_deep_copy_keeps_the_state_dict_on_the_tables_it_looks_up(split):
+    rng = np.random.default_rng(7)
+    ebc = EmbeddingBagCollection(tables())
+    setattr(ebc, MODULE_ATTR_QUANT_STATE_DICT_SPLIT_SCALE_BIAS, split)
+    qebc = quantized(ebc, DataType.INT4)
+    twin = copy.deepcopy(qebc)
+    kjt = features(rng)
+    np.testing.assert_array_equal(twin(kjt).values().numpy(), qebc(kjt).values().numpy())
+    twin.load_state_dict({k: ember.zeros_like(v) for k, v in twin.state_dict().items()})
+    assert not twin(kjt).values().numpy().any()
+    assert qebc(kjt).values().numpy().any()  # the original keeps its tables
+
+
 def test_quantized_embedding_collection():
     rng = np.random.default_rng(4)
     ec = EmbeddingCollection([EmbeddingConfig(name="u", embedding_dim=4, num_embeddings=10, feature_names=["f1", "f3"]),
@@ -216,6 +232,33 @@ def test_bad_inputs_raise_clear_errors():
         qebc(KeyedJaggedTensor(["f1", "f2"], ember.tensor([0, 1]), lengths=ember.tensor([1, 1])))
     with pytest.warns(RuntimeWarning, match="outside their tables"):  # TorchRec's bounds check: WARNING
         qebc(KeyedJaggedTensor(["f1", "f2", "f3"], ember.tensor([0, 1, 99]), lengths=ember.tensor([1, 1, 1])))
+
+
+COMPAT_SCRIPT = """
+import torch
+import torchrec
+from torchrec.inference.modules import quantize_embeddings
+from torchrec.models.dlrm import DLRM
+from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+
+ebc = torchrec.EmbeddingBagCollection(tables=[
+    torchrec.EmbeddingBagConfig(name="t1", embedding_dim=4, num_embeddings=10, feature_names=["f1", "f2"])])
+model = DLRM(embedding_bag_collection=ebc, dense_in_features=3, dense_arch_layer_sizes=[4], over_arch_layer_sizes=[2, 1])
+quantized = quantize_embeddings(model, dtype=torch.int8, inplace=False, output_dtype=torch.float)
+kjt = KeyedJaggedTensor.from_offsets_sync(keys=["f1", "f2"], values=torch.tensor([0, 1, 2, 3]),
+                                          offsets=torch.tensor([0, 2, 2, 3, 4]))
+dense = torch.rand(2, 3)
+assert torch.allclose(quantized(dense, kjt), model(dense, kjt), atol=1e-2)
+print(type(quantized.sparse_arch.embedding_bag_collection).__module__)
+"""
+
+
+def test_torchrec_quantization_script_runs_under_ember_compat(tmp_path):
+    script = tmp_path / "quantize.py"
+    script.write_text(COMPAT_SCRIPT)
+    done = subprocess.run([sys.executable, "-m", "ember.compat", str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "emberrec.quant.embedding_modules"
 
 
 # ---- TorchRec itself ----

@@ -210,6 +210,28 @@ def _register_state(module_dict, tables, batches, split_scale_bias):
         module_dict[table.name] = holder
 
 
+class _TablesInStateDict:
+    """What both quantized collections share: their state dict views the table batches' bytes,
+    so a deep copy must point the copied buffers at the copied table batches (a plain deep copy
+    would give them bytes of their own, which lookups never read)."""
+
+    def _expose_tables(self, holder_name, tables, split_scale_bias):
+        self._state_holder, self._state_tables = holder_name, tables
+        self._split_scale_bias = bool(split_scale_bias)
+        holders = nn.ModuleDict()
+        _register_state(holders, tables, self._emb_modules, self._split_scale_bias)
+        setattr(self, holder_name, holders)
+
+    def __deepcopy__(self, memo):
+        clone = self.__class__.__new__(self.__class__)
+        memo[id(self)] = clone
+        for name, value in self.__dict__.items():
+            clone.__dict__[name] = copy.deepcopy(value, memo)
+        _register_state(getattr(clone, self._state_holder), clone._state_tables, clone._emb_modules,
+                        self._split_scale_bias)
+        return clone
+
+
 def _group_by(tables, key):
     groups = {}
     for table in tables:
@@ -217,7 +239,7 @@ def _group_by(tables, key):
     return groups
 
 
-class EmbeddingBagCollection(EmbeddingBagCollectionInterface):
+class EmbeddingBagCollection(_TablesInStateDict, EmbeddingBagCollectionInterface):
     """Pooled embeddings of a KeyedJaggedTensor's features from quantized tables: `forward`
     returns a KeyedTensor (batch, sum of embedding dims) in `output_dtype`, keys and columns as
     the float EmbeddingBagCollection's. Build it with `from_float(ebc)` (the float module's
@@ -244,8 +266,7 @@ class EmbeddingBagCollection(EmbeddingBagCollectionInterface):
         self.register_tbes = bool(register_tbes)
         if self.register_tbes:
             self.tbes = nn.ModuleList([batch.tbe for batch in self._emb_modules])
-        self.embedding_bags = nn.ModuleDict()
-        _register_state(self.embedding_bags, self._embedding_bag_configs, self._emb_modules, quant_state_dict_split_scale_bias)
+        self._expose_tables("embedding_bags", self._embedding_bag_configs, quant_state_dict_split_scale_bias)
         self._embedding_names = [name for names in get_embedding_names_by_table(tables) for name in names]
         self._length_per_key = [t.embedding_dim for t in tables for _ in t.feature_names]
         self._feature_names = [f for t in tables for f in t.feature_names]
@@ -309,7 +330,7 @@ def _passed_on_attributes(module):
             "row_alignment": getattr(module, MODULE_ATTR_ROW_ALIGNMENT_INT, DEFAULT_ROW_ALIGNMENT)}
 
 
-class EmbeddingCollection(EmbeddingCollectionInterface):
+class EmbeddingCollection(_TablesInStateDict, EmbeddingCollectionInterface):
     """Unpooled embeddings from quantized tables: `forward(features)` returns {feature:
     JaggedTensor} whose values are the (n, embedding_dim) rows of the ids in `output_dtype`
     (the ids themselves as weights with `need_indices=True`). All tables share one
@@ -335,8 +356,7 @@ class EmbeddingCollection(EmbeddingCollectionInterface):
         self.register_tbes = bool(register_tbes)
         if self.register_tbes:
             self.tbes = nn.ModuleList([batch.tbe for batch in self._emb_modules])
-        self.embeddings = nn.ModuleDict()
-        _register_state(self.embeddings, self._embedding_configs, self._emb_modules, quant_state_dict_split_scale_bias)
+        self._expose_tables("embeddings", self._embedding_configs, quant_state_dict_split_scale_bias)
         self._embedding_names_by_table = get_embedding_names_by_table(tables)
         names = dict(zip((t.name for t in tables), self._embedding_names_by_table))
         # each table batch's output keys, in its features' order
