@@ -221,6 +221,12 @@ def test_bad_inputs_raise_clear_errors():
         quantize_embeddings(ebc, ember.int8, inplace=True, per_table_weight_dtype={"nope": ember.int8})
     with pytest.raises(NotImplementedError, match="BF16"):
         quantized(ebc, ember.bfloat16)
+    model = DLRM(EmbeddingBagCollection(tables()[:1]), 3, [8], [2, 1])
+    for bad in ({"dtype": ember.bfloat16}, {"dtype": ember.int8, "output_dtype": ember.int8}):
+        with pytest.raises((NotImplementedError, ValueError)):
+            quantize_embeddings(model, inplace=True, **{"per_table_weight_dtype": {"t1": ember.int8}, **bad})
+        assert type(model.sparse_arch.embedding_bag_collection) is EmbeddingBagCollection  # unchanged
+        assert not hasattr(model.sparse_arch.embedding_bag_collection, "qconfig")
     with pytest.raises(NotImplementedError, match="CPU"):
         QuantEBC(tables(), device="cuda")
     with pytest.raises(ValueError, match="additional_mapping"):

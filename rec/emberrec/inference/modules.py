@@ -30,9 +30,14 @@ def quantize_embeddings(module, dtype, inplace, additional_qconfig_spec_keys=Non
     modules keep their attribute names, so state-dict keys stay TorchRec's."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be an ember.nn.Module, got {type(module).__name__}")
-    dtype_to_data_type(dtype)  # a clear error before anything is copied
-    for table_dtype in (per_table_weight_dtype or {}).values():
-        dtype_to_data_type(table_dtype)
+    # every argument is checked before any module changes
+    for table_dtype in (dtype, *(per_table_weight_dtype or {}).values()):
+        data_type = dtype_to_data_type(table_dtype)
+        if data_type not in quant_modules.STORED_DATA_TYPES:
+            raise NotImplementedError(f"quantized tables of {data_type} are not supported "
+                                      f"({', '.join(t.name for t in quant_modules.STORED_DATA_TYPES)})")
+    if output_dtype not in quant_modules.OUTPUT_SPARSE_TYPES:
+        raise ValueError(f"output_dtype must be ember.float32 or ember.float16, got {output_dtype!r}")
     qconfig = QuantConfig(activation=output_dtype, weight=dtype, per_table_weight_dtype=per_table_weight_dtype)
     mapping = {float_modules.EmbeddingBagCollection: quant_modules.EmbeddingBagCollection,
                float_modules.EmbeddingCollection: quant_modules.EmbeddingCollection}
