@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from test_datasets import criteo_rows, write_tsv
+from test_rec_datasets import criteo_rows, write_tsv
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
