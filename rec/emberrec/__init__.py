@@ -7,6 +7,7 @@ from emberrec.modules.embedding_configs import DataType, EmbeddingBagConfig, Emb
 from emberrec.modules.embedding_modules import (
     EmbeddingBagCollection, EmbeddingBagCollectionInterface, EmbeddingCollection, EmbeddingCollectionInterface)
 from emberrec.sparse.jagged_tensor import JaggedTensor, KeyedJaggedTensor, KeyedTensor
+import emberrec.quant  # noqa: E402,F401  (`emberrec.quant.X` after `import emberrec`, as TorchRec)
 
 __version__ = "0.1.0"
 

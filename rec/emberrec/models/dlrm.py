@@ -10,7 +10,7 @@ import numpy as np
 import ember
 import ember.nn as nn
 
-from emberrec.modules.embedding_modules import EmbeddingBagCollection
+from emberrec.modules.embedding_modules import EmbeddingBagCollectionInterface
 from emberrec.modules.mlp import MLP
 
 __all__ = ["choose", "SparseArch", "DenseArch", "InteractionArch", "OverArch", "DLRM", "DLRMTrain"]
@@ -21,7 +21,8 @@ def choose(n, k):
 
 
 def _single_embedding_dim(ebc):
-    if not isinstance(ebc, EmbeddingBagCollection):
+    # a float or a quantized (emberrec.quant) EmbeddingBagCollection
+    if not isinstance(ebc, EmbeddingBagCollectionInterface):
         raise TypeError(f"embedding_bag_collection must be an EmbeddingBagCollection, got {type(ebc).__name__}")
     configs = ebc.embedding_bag_configs
     if not configs:

@@ -1,18 +1,23 @@
 """Embedding table descriptions, as TorchRec's: `EmbeddingBagConfig` (pooled tables),
-`EmbeddingConfig` (sequence tables), `PoolingType`, `DataType`.
+`EmbeddingConfig` (sequence tables), `PoolingType`, `DataType`, and `QuantConfig` with the
+type conversions the quantized modules use (`dtype_to_data_type`, `data_type_to_sparse_type`,
+`pooling_type_to_pooling_mode`).
 
 Unlike TorchRec, a config checks its fields when it is made (a TypeError or ValueError names
 the field)."""
 import math
 from dataclasses import dataclass, field
 from enum import Enum, unique
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 import ember
+from emberrec.fbgemm.split_embedding_configs import SparseType
+from emberrec.fbgemm.split_table_batched_embeddings_ops_common import PoolingMode
 
 __all__ = [
     "PoolingType", "DataType", "DATA_TYPE_NUM_BITS", "BaseEmbeddingConfig", "EmbeddingBagConfig",
-    "EmbeddingConfig", "EmbeddingTableConfig", "pooling_type_to_str", "data_type_to_dtype",
+    "EmbeddingConfig", "EmbeddingTableConfig", "QuantConfig", "pooling_type_to_str", "pooling_type_to_pooling_mode",
+    "data_type_to_dtype", "dtype_to_data_type", "data_type_to_sparse_type",
 ]
 
 
@@ -26,8 +31,8 @@ class PoolingType(Enum):
 @unique
 class DataType(Enum):
     """The storage type of a table's rows. Training modules hold FP32, FP16 or BF16 tables; the
-    quantized types (INT8, INT4, INT2) belong to quantized inference modules, which emberrec
-    does not have yet."""
+    quantized types (INT8, INT4, INT2) belong to the quantized inference modules of
+    `emberrec.quant` (FP32 and FP16 tables work there too)."""
     FP32 = "FP32"
     FP16 = "FP16"
     BF16 = "BF16"
@@ -47,8 +52,54 @@ def data_type_to_dtype(data_type):
     if not isinstance(data_type, DataType):
         raise TypeError(f"data_type must be a DataType, got {data_type!r}")
     if data_type not in _FLOAT_DTYPES:
-        raise NotImplementedError(f"{data_type} tables need quantized embedding modules, which emberrec does not have yet")
+        raise NotImplementedError(f"{data_type} tables are for quantized inference: use emberrec.quant's modules "
+                                  "(or quantize a float module with emberrec.inference.modules.quantize_embeddings)")
     return _FLOAT_DTYPES[data_type]
+
+
+# Ember has no quantized dtypes (PyTorch's qint8, quint4x2, quint2x4), so a DataType stands for
+# itself wherever TorchRec takes a dtype; int8 and uint8 mean INT8, as TorchRec's qint8/quint8.
+_DTYPE_DATA_TYPES = {ember.float32: DataType.FP32, ember.float16: DataType.FP16, ember.bfloat16: DataType.BF16,
+                     ember.int8: DataType.INT8, ember.uint8: DataType.INT8}
+
+
+def dtype_to_data_type(dtype):
+    """The DataType of tables quantized to `dtype`: an ember dtype (float32, float16, bfloat16,
+    int8 or uint8) or a DataType itself (the only way to ask for INT4 and INT2)."""
+    if isinstance(dtype, DataType):
+        return dtype
+    if isinstance(dtype, ember.dtype) and dtype in _DTYPE_DATA_TYPES:
+        return _DTYPE_DATA_TYPES[dtype]
+    raise ValueError(f"dtype must be ember.float32, float16, bfloat16, int8, uint8 or a DataType, got {dtype!r}")
+
+
+_SPARSE_TYPES = {DataType.FP32: SparseType.FP32, DataType.FP16: SparseType.FP16, DataType.BF16: SparseType.BF16,
+                 DataType.INT8: SparseType.INT8, DataType.INT4: SparseType.INT4, DataType.INT2: SparseType.INT2}
+
+
+def data_type_to_sparse_type(data_type):
+    """FBGEMM's SparseType of rows stored as `data_type`."""
+    if not isinstance(data_type, DataType):
+        raise TypeError(f"data_type must be a DataType, got {data_type!r}")
+    return _SPARSE_TYPES[data_type]
+
+
+def pooling_type_to_pooling_mode(pooling_type):
+    """FBGEMM's PoolingMode for a PoolingType."""
+    if not isinstance(pooling_type, PoolingType):
+        raise TypeError(f"pooling_type must be a PoolingType, got {pooling_type!r}")
+    return PoolingMode[pooling_type.name]
+
+
+class QuantConfig(NamedTuple):
+    """How `emberrec.quant`'s `from_float` quantizes a module (set as its `qconfig`), as
+    TorchRec's: `weight` gives the tables' type, `activation` the output dtype (float32 or
+    float16), `per_table_weight_dtype` a type per table name that overrides `weight`. Each is a
+    dtype (or DataType, see `dtype_to_data_type`), or, as in TorchRec, a callable returning an
+    observer that has a `dtype`."""
+    activation: Any
+    weight: Any
+    per_table_weight_dtype: Optional[Dict[str, Any]] = None
 
 
 def pooling_type_to_str(pooling_type):
