@@ -7,6 +7,7 @@ import logging
 import time
 from functools import reduce
 
+from emberrec.distributed.embedding_types import EmbeddingComputeKernel
 from emberrec.distributed.planner.constants import MAX_SIZE
 from emberrec.distributed.planner.enumerators import EmbeddingEnumerator
 from emberrec.distributed.planner.partitioners import GreedyPerfPartitioner
@@ -56,6 +57,17 @@ def _check_inputs(topology, batch_size, constraints):
         if not isinstance(constraints, dict) or not all(
                 isinstance(k, str) and isinstance(v, ParameterConstraints) for k, v in constraints.items()):
             raise TypeError("constraints must be a dict of table name -> ParameterConstraints")
+
+
+def _check_compute_kernels(plan):
+    """A dense kernel holds a whole table and trains it outside the kernel: only data_parallel
+    can use it (a sharder offering it for other types is refused, as TorchRec does)."""
+    wrong = [f"{option.fqn}: DENSE kernel requires DATA_PARALLEL sharding, got '{option.sharding_type}'"
+             for option in plan if option.compute_kernel == EmbeddingComputeKernel.DENSE.value
+             and option.sharding_type != ShardingType.DATA_PARALLEL.value]
+    if wrong:
+        raise PlannerError(f"Compute kernel validation failed with {len(wrong)} violation(s):\n"
+                           + "\n".join(f"  - {v}" for v in wrong), PlannerErrorType.INVALID_COMPUTE_KERNEL)
 
 
 def _sum_storage(storages):
@@ -121,6 +133,7 @@ class EmbeddingShardingPlanner(ShardingPlanner):
         self._best_plan = best_plan
         sharding_plan = to_sharding_plan(best_plan, self._topology)
         self._log_stats(sharding_plan, best_plan, sharders, start_time)
+        _check_compute_kernels(best_plan)
         return sharding_plan
 
     def _search(self, search_space, storage_constraint):

@@ -322,6 +322,7 @@ class PlannerErrorType(Enum):
     INSUFFICIENT_STORAGE = "insufficient_storage"
     STRICT_CONSTRAINTS = "strict_constraints"
     PARTITION = "partition"
+    INVALID_COMPUTE_KERNEL = "invalid_compute_kernel"
     OTHER = "other"
 
 
