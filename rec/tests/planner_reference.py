@@ -65,7 +65,7 @@ def describe_options(options):
 
 def describe_plan(plan):
     return {f"{path}.{name}": {"sharding_type": p.sharding_type, "compute_kernel": p.compute_kernel, "ranks": p.ranks,
-                               "shards": [[m.shard_offsets, m.shard_sizes, m.placement]
+                               "shards": [[m.shard_offsets, m.shard_sizes, str(m.placement)]
                                           for m in (p.sharding_spec.shards if p.sharding_spec else [])]}
             for path, module_plan in plan.plan.items() for name, p in module_plan.items()}
 

@@ -46,6 +46,10 @@ class Perf:
     def __hash__(self):
         return hash((self.fwd_compute, self.fwd_comms, self.bwd_compute, self.bwd_comms, self.prefetch_compute))
 
+    def __deepcopy__(self, memo):
+        # all fields are floats; the partitioner copies devices per proposal, so skip the generic walk
+        return Perf(self.fwd_compute, self.fwd_comms, self.bwd_compute, self.bwd_comms, self.prefetch_compute)
+
 
 @dataclass(order=True)
 class Storage:
@@ -61,6 +65,9 @@ class Storage:
 
     def __hash__(self):
         return hash((self.hbm, self.ddr))
+
+    def __deepcopy__(self, memo):
+        return Storage(self.hbm, self.ddr)
 
     def fits_in(self, other):
         return self.hbm <= other.hbm and self.ddr <= other.ddr
