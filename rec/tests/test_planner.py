@@ -491,21 +491,24 @@ def torchrec_python():
 
 
 @pytest.fixture(scope="module")
-def torchrec_results(tmp_path_factory):
+def both_results(tmp_path_factory):
+    """(ours, TorchRec's) per case; ours are computed while TorchRec's interpreter runs."""
     python = torchrec_python()
     if python is None:
         pytest.skip("no interpreter with torchrec (set EMBER_TORCHREC_PYTHON)")
     folder = tmp_path_factory.mktemp("planner")
     (folder / "cases.json").write_text(json.dumps(CASES))
-    done = subprocess.run([python, str(HERE / "planner_reference.py"), str(folder / "cases.json"),
-                           str(folder / "results.json")], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads((folder / "results.json").read_text())
+    reference = subprocess.Popen([python, str(HERE / "planner_reference.py"), str(folder / "cases.json"),
+                                  str(folder / "results.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ours = {name: run_case(case) for name, case in CASES.items()}
+    _, stderr = reference.communicate()
+    assert reference.returncode == 0, stderr[-3000:]
+    return ours, json.loads((folder / "results.json").read_text())
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_plans_match_torchrec(torchrec_results, name):
-    want, got = torchrec_results[name], run_case(CASES[name])
+def test_plans_match_torchrec(both_results, name):
+    got, want = both_results[0][name], both_results[1][name]
     assert len(got["options"]) == len(want["options"])
     for ours, theirs in zip(got["options"], want["options"]):
         assert ours[:3] == theirs[:3]
