@@ -518,3 +518,25 @@ def test_plans_match_torchrec(both_results, name):
     assert got.get("error") == want.get("error")
     assert got.get("plan") == want.get("plan")
     assert got.get("num_proposals") == want.get("num_proposals")
+
+
+PLANNER_SCRIPT = """
+import torchrec
+from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
+from torchrec.distributed.planner import EmbeddingShardingPlanner, ParameterConstraints, Topology
+
+ebc = torchrec.EmbeddingBagCollection(tables=[
+    torchrec.EmbeddingBagConfig(name="t1", embedding_dim=16, num_embeddings=100, feature_names=["f1"])])
+planner = EmbeddingShardingPlanner(topology=Topology(world_size=2, compute_device="cuda"),
+                                   constraints={"t1": ParameterConstraints(sharding_types=["column_wise"])})
+plan = planner.plan(ebc, [EmbeddingBagCollectionSharder()])
+print(plan.plan[""]["t1"].sharding_type, plan.plan[""]["t1"].ranks)
+"""
+
+
+def test_torchrec_planner_script_runs_under_ember_compat(tmp_path):
+    script = tmp_path / "plan_script.py"
+    script.write_text(PLANNER_SCRIPT)
+    done = subprocess.run([sys.executable, "-m", "ember.compat", str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "column_wise [0]"
