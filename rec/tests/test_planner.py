@@ -28,10 +28,9 @@ from emberrec.distributed.planner.enumerators import EmbeddingEnumerator
 from emberrec.distributed.planner.partitioners import GreedyPerfPartitioner
 from emberrec.distributed.planner.proposers import (
     GreedyProposer, GridSearchProposer, UniformProposer, proposers_to_proposals_list)
-from emberrec.distributed.planner.stats import EmbeddingStats
 from emberrec.distributed.planner.storage_reservations import HeuristicalStorageReservation
 from emberrec.distributed.planner.types import PlannerError, PlannerErrorType, Storage
-from emberrec.distributed.types import CacheParams, ShardingPlan, ShardingType
+from emberrec.distributed.types import CacheParams, ShardingPlan
 from emberrec.modules.embedding_configs import EmbeddingBagConfig, EmbeddingConfig
 from emberrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
 
@@ -356,8 +355,9 @@ def test_bad_inputs_raise_clear_errors():
         ParameterConstraints(compute_kernels=["magic"])
     with pytest.raises(ValueError, match="num_poolings"):
         ParameterConstraints(pooling_factors=[1.0, 2.0], num_poolings=[1.0])
-    with pytest.raises(ValueError, match="cache_load_factor|load_factor"):
+    with pytest.raises(ValueError, match="load_factor"):
         CacheParams(load_factor=1.5)
+    assert ParameterConstraints(caching_ratio=0.25).cache_params == CacheParams(load_factor=0.25)
     with pytest.raises(TypeError, match="topology"):
         EmbeddingShardingPlanner(topology=None)
     planner = EmbeddingShardingPlanner(topology=Topology(world_size=2, compute_device="cuda"),

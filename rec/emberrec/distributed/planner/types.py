@@ -7,7 +7,7 @@ import abc
 import copy
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 from emberrec.distributed.embedding_types import COMPUTE_KERNEL_VALUES
 from emberrec.distributed.planner.constants import (
@@ -278,7 +278,8 @@ class ParameterConstraints:
     """What the planner may do with one table: the `sharding_types` and `compute_kernels`
     it may pick (their string values; default all the sharder offers), `min_partition` (the
     smallest column-wise block), and what its inputs look like: `pooling_factors` (ids per
-    sample, one per feature), `num_poolings`, `batch_sizes`, `is_weighted`."""
+    sample, one per feature), `num_poolings`, `batch_sizes`, `is_weighted`. A UVM cache holds
+    `cache_params.load_factor` of the rows (TorchRec 0.2's `caching_ratio` sets it too)."""
     sharding_types: Optional[List[str]] = None
     compute_kernels: Optional[List[str]] = None
     min_partition: Optional[int] = None
@@ -292,6 +293,7 @@ class ParameterConstraints:
     bounds_check_mode: Optional[object] = None
     feature_names: Optional[List[str]] = None
     output_dtype: Optional[DataType] = None
+    caching_ratio: Optional[float] = None  # TorchRec 0.2's name for cache_params.load_factor
 
     def __post_init__(self):
         self._check_names(self.sharding_types, SHARDING_TYPE_VALUES, "sharding type")
@@ -311,6 +313,10 @@ class ParameterConstraints:
                 _check_int(size, "each of batch_sizes", 1)
         if self.cache_params is not None and not isinstance(self.cache_params, CacheParams):
             raise TypeError(f"cache_params must be a CacheParams, got {self.cache_params!r}")
+        if self.caching_ratio is not None:
+            if self.cache_params is not None:
+                raise ValueError("give the cache load factor once: caching_ratio or cache_params, not both")
+            self.cache_params = CacheParams(load_factor=self.caching_ratio)
         if self.output_dtype is not None and not isinstance(self.output_dtype, DataType):
             raise TypeError(f"output_dtype must be a DataType, got {self.output_dtype!r}")
 
