@@ -121,7 +121,7 @@ class GridSearchProposer(Proposer):
         total = prod(len(options) for options in self._sharding_options_by_fqn.values())
         if total > self._max_proposals:
             logger.info(f"Skipping grid search proposer as there are too many proposals.\n"
-                        f"Total proposals to search: {total:.2e}\nMax proposals allowed: {self._max_proposals}\n")
+                        f"Total proposals to search: {f'{total:.2e}' if total > 1e6 else total}\nMax proposals allowed: {self._max_proposals}\n")
             return
         self._proposals = list(itertools.product(*(range(len(o)) for o in self._sharding_options_by_fqn.values())))
 

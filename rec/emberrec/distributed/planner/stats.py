@@ -23,14 +23,18 @@ _ABBREVIATIONS = {
 
 
 def _format_table(rows):
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
-    return [" ".join(f"{str(cell):>{w}}" if i == 0 else f"{str(cell):<{w}}"
-                     for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows]
+    """Right-aligned columns, three spaces wider than their widest cell."""
+    widths = [max(len(str(row[i])) for row in rows) + 3 for i in range(len(rows[0]))]
+    return ["".join(f"{str(cell):>{w}}" for cell, w in zip(row, widths)) for row in rows]
+
+
+def _one_significant_figure(x):
+    return str(round(x)) if x >= 1 else f"{float(f'{x:.1g}'):g}"
 
 
 def _format_perf(perf):
     parts = [perf.fwd_compute, perf.fwd_comms, perf.bwd_compute, perf.bwd_comms, perf.prefetch_compute]
-    return f"{round(perf.total, 3)} ({','.join(str(round(p, 3)) for p in parts)})"
+    return f"{round(perf.total, 3)} ({','.join(_one_significant_figure(p) for p in parts)})"
 
 
 class EmbeddingStats(Stats):
