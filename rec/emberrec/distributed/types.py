@@ -166,6 +166,7 @@ class ModuleSharder(abc.ABC):
         return [t.value for t in ShardingType]
 
     def compute_kernels(self, sharding_type, compute_device_type):
+        # imported here: embedding_types builds on this module
         from emberrec.distributed.embedding_types import EmbeddingComputeKernel
         return [EmbeddingComputeKernel.DENSE.value]
 

@@ -45,7 +45,6 @@ class EmbeddingEnumerator(Enumerator):
     sharding options, then fills in their estimates (by default perf, then storage)."""
 
     def __init__(self, topology, batch_size=BATCH_SIZE, constraints=None, estimator=None):
-        self._topology = topology
         self._compute_device = topology.compute_device
         self._world_size = topology.world_size
         self._local_world_size = topology.local_world_size
