@@ -274,6 +274,8 @@ struct SlowLanes<F, E, S> {
     slow: S,
 }
 
+/// No closures inside (unlike `in_blocks`): a closure is its own function, compiled without the
+/// caller's AVX2, and LLVM left this one out of line.
 #[inline(always)]
 unsafe fn run_slow_lanes<T: Copy, F: Fn(T) -> T, E: Fn(T) -> bool, S: Fn(T) -> T>(
     o: *mut T,
@@ -283,18 +285,24 @@ unsafe fn run_slow_lanes<T: Copy, F: Fn(T) -> T, E: Fn(T) -> bool, S: Fn(T) -> T
     n: usize,
     f: &SlowLanes<F, E, S>,
 ) {
-    let mut out = [std::mem::MaybeUninit::<T>::uninit(); IN_PLACE_BLOCK];
-    in_blocks(n, |start, len, buf: &mut [T]| {
-        let buf = &mut buf[..len];
-        // `out` is written (below) before it is read.
-        let out = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut T, len);
+    let mut input = [std::mem::MaybeUninit::<T>::uninit(); IN_PLACE_BLOCK];
+    let mut output = [std::mem::MaybeUninit::<T>::uninit(); IN_PLACE_BLOCK];
+    for start in (0..n).step_by(IN_PLACE_BLOCK) {
+        let len = IN_PLACE_BLOCK.min(n - start);
+        // Both buffers are written before they are read.
+        let buf = std::slice::from_raw_parts_mut(input.as_mut_ptr() as *mut T, len);
+        let out = std::slice::from_raw_parts_mut(output.as_mut_ptr() as *mut T, len);
         for (k, v) in buf.iter_mut().enumerate() {
             *v = *i.offset((start + k) as isize * si);
         }
         for (r, &v) in out.iter_mut().zip(buf.iter()) {
             *r = (f.fast)(v);
         }
-        if !buf.iter().fold(true, |all, &v| all & (f.exact)(v)) {
+        let mut all_exact = true;
+        for &v in buf.iter() {
+            all_exact &= (f.exact)(v);
+        }
+        if !all_exact {
             for (r, &v) in out.iter_mut().zip(buf.iter()) {
                 if !(f.exact)(v) {
                     *r = (f.slow)(v);
@@ -304,7 +312,7 @@ unsafe fn run_slow_lanes<T: Copy, F: Fn(T) -> T, E: Fn(T) -> bool, S: Fn(T) -> T
         for (k, &r) in out.iter().enumerate() {
             *o.offset((start + k) as isize * so) = r;
         }
-    });
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
