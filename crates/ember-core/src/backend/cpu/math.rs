@@ -209,7 +209,14 @@ fn sin_quadrant_shifted(x: f32, shift: u32) -> f32 {
     let cos = 1.0 - 0.5 * z + (cos_tail - hi * lo);
     let v = if quadrant & 1 == 0 { sin } else { cos };
     // Quadrants 2 and 3 negate: bit 1 of the quadrant moved to the sign bit.
-    f32::from_bits(v.to_bits() ^ ((quadrant & 2) << 30))
+    let reduced = f32::from_bits(v.to_bits() ^ ((quadrant & 2) << 30));
+    // Below 2^-12, sin x rounds to x (x³/6 is under half an ulp); taking x also keeps
+    // sin(−0) = −0, which adding the +0 correction would lose.
+    if shift == 0 && x.abs() < 2.441_406_3e-4 {
+        x
+    } else {
+        reduced
+    }
 }
 
 /// erf for GELU: Abramowitz–Stegun 7.1.26 (absolute error < 1.5e-7). In `0.5·x·(1 + erf)` an
