@@ -22,7 +22,7 @@ const BLOCK: usize = 4;
 /// stride 2 its four positions' loads measured slower than the generic per-position loop on an
 /// AVX2 EPYC; that case keeps the generic loop until it is understood).
 pub(super) fn applies(g: &Geom2) -> bool {
-    (g.stride == [1, 1] || std::env::var_os("EMBER_DW_ANY_STRIDE").is_some()) && (has_avx512() || has_avx2())
+    g.stride == [1, 1] && (has_avx512() || has_avx2())
 }
 
 /// The operands of one call, with `c` channels.
