@@ -239,6 +239,108 @@ pub fn unary_into<I: Element, O: Element>(src: &Tensor, dst: &Tensor, f: impl Fn
     });
 }
 
+/// `unary_into` for a vectorisable `fast` that is right only where `exact(x)`, and a scalar
+/// `slow` for the other lanes (sin and cos: their vectorisable range reduction stops at 2^20).
+/// Each block of a run is read into a stack buffer (so an in-place op keeps its inputs), mapped
+/// with `fast` in one vectorised loop, then its few inexact lanes are redone with `slow`.
+pub fn unary_into_with_slow_lanes<T: Element>(
+    src: &Tensor,
+    dst: &Tensor,
+    fast: impl Fn(T) -> T + Sync,
+    exact: impl Fn(T) -> bool + Sync,
+    slow: impl Fn(T) -> T + Sync,
+) {
+    let plan = Plan::new(dst.shape(), [dst.strides(), src.strides()]);
+    let [so, si] = plan.inner_strides();
+    let (po, pi) = (Ptr(dst.data_ptr::<T>()), Ptr(src.data_ptr::<T>()));
+    let (avx2, avx512) = (has_avx2(), has_avx512());
+    let lanes = SlowLanes { fast, exact, slow };
+    plan.for_each_run(|[oo, oi], n| unsafe {
+        let (o, i) = (po.at(oo), pi.at(oi) as *const T);
+        #[cfg(target_arch = "x86_64")]
+        match (avx512, avx2) {
+            (true, _) => return run_slow_lanes_avx512(o, so, i, si, n, &lanes),
+            (_, true) => return run_slow_lanes_avx2(o, so, i, si, n, &lanes),
+            _ => {}
+        }
+        let _ = (avx2, avx512);
+        run_slow_lanes(o, so, i, si, n, &lanes)
+    });
+}
+
+struct SlowLanes<F, E, S> {
+    fast: F,
+    exact: E,
+    slow: S,
+}
+
+/// No closures inside (unlike `in_blocks`): a closure is its own function, compiled without the
+/// caller's AVX2, and LLVM left this one out of line.
+#[inline(always)]
+unsafe fn run_slow_lanes<T: Copy, F: Fn(T) -> T, E: Fn(T) -> bool, S: Fn(T) -> T>(
+    o: *mut T,
+    so: isize,
+    i: *const T,
+    si: isize,
+    n: usize,
+    f: &SlowLanes<F, E, S>,
+) {
+    let mut input = [std::mem::MaybeUninit::<T>::uninit(); IN_PLACE_BLOCK];
+    let mut output = [std::mem::MaybeUninit::<T>::uninit(); IN_PLACE_BLOCK];
+    for start in (0..n).step_by(IN_PLACE_BLOCK) {
+        let len = IN_PLACE_BLOCK.min(n - start);
+        // Both buffers are written before they are read.
+        let buf = std::slice::from_raw_parts_mut(input.as_mut_ptr() as *mut T, len);
+        let out = std::slice::from_raw_parts_mut(output.as_mut_ptr() as *mut T, len);
+        for (k, v) in buf.iter_mut().enumerate() {
+            *v = *i.offset((start + k) as isize * si);
+        }
+        for (r, &v) in out.iter_mut().zip(buf.iter()) {
+            *r = (f.fast)(v);
+        }
+        let mut all_exact = true;
+        for &v in buf.iter() {
+            all_exact &= (f.exact)(v);
+        }
+        if !all_exact {
+            for (r, &v) in out.iter_mut().zip(buf.iter()) {
+                if !(f.exact)(v) {
+                    *r = (f.slow)(v);
+                }
+            }
+        }
+        for (k, &r) in out.iter().enumerate() {
+            *o.offset((start + k) as isize * so) = r;
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run_slow_lanes_avx2<T: Copy, F: Fn(T) -> T, E: Fn(T) -> bool, S: Fn(T) -> T>(
+    o: *mut T,
+    so: isize,
+    i: *const T,
+    si: isize,
+    n: usize,
+    f: &SlowLanes<F, E, S>,
+) {
+    run_slow_lanes(o, so, i, si, n, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn run_slow_lanes_avx512<T: Copy, F: Fn(T) -> T, E: Fn(T) -> bool, S: Fn(T) -> T>(
+    o: *mut T,
+    so: isize,
+    i: *const T,
+    si: isize,
+    n: usize,
+    f: &SlowLanes<F, E, S>,
+) {
+    run_slow_lanes(o, so, i, si, n, f)
+}
+
 /// `dst[i] = f(a[i], b[i])`; operands already broadcast to `dst`'s shape.
 pub fn binary_into<A: Element, B: Element, O: Element>(
     a: &Tensor,

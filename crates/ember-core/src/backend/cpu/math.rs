@@ -1,6 +1,6 @@
-//! Scalar math the kernels inline. `exp_f32`, `ln_f32`, `ln_1p_f32`, `tanh_f32` and
-//! `erf_gelu_f32` are branch-free so the compiler vectorises whole loops of them; libm's are
-//! calls that it cannot.
+//! Scalar math the kernels inline. `exp_f32`, `ln_f32`, `ln_1p_f32`, `tanh_f32`,
+//! `erf_gelu_f32`, `sin_f32` and `cos_f32` are branch-free so the compiler vectorises whole loops
+//! of them; libm's are calls that it cannot.
 pub trait Real: num_traits::Float + crate::dtype::Element {
     fn erf(self) -> Self;
     fn erfc(self) -> Self;
@@ -162,6 +162,63 @@ pub fn tanh_f32(x: f32) -> f32 {
     t.copysign(x)
 }
 
+/// Above this |x| the range reduction of `sin_f32`/`cos_f32` is no longer exact (the quadrant
+/// count outgrows the 20 bits that keep `n·π/2`'s leading part exact); callers use libm there.
+pub const SIN_COS_REDUCTION_LIMIT: f32 = 1_048_576.0;
+
+/// Whether `sin_f32`/`cos_f32` are accurate for `x`: false beyond the reduction's range and for
+/// infinities and NaN, which libm answers.
+#[inline(always)]
+pub fn sin_cos_reduce_exactly(x: f32) -> bool {
+    x.abs() <= SIN_COS_REDUCTION_LIMIT
+}
+
+/// sin(x) within 1 ulp for |x| <= `SIN_COS_REDUCTION_LIMIT` (meaningless beyond it).
+#[inline(always)]
+pub fn sin_f32(x: f32) -> f32 {
+    sin_quadrant_shifted(x, 0)
+}
+
+/// cos(x) within 1 ulp for |x| <= `SIN_COS_REDUCTION_LIMIT` (meaningless beyond it).
+#[inline(always)]
+pub fn cos_f32(x: f32) -> f32 {
+    sin_quadrant_shifted(x, 1)
+}
+
+/// sin(x + shift·π/2). Cody–Waite reduction in float64: x = n·π/2 + r, |r| <= π/4, with π/2 in
+/// a 33-bit leading part (n·hi is exact for n < 2^20, and so is x − n·hi) and a float64 tail, so
+/// r is right to float64 rounding even next to a multiple of π/2. r is split into float32 hi +
+/// lo, and sin r, cos r come from their Taylor series to r^9 and r^10 (truncation under 0.05
+/// ulp on |r| <= π/4) in float32 with lo as the first-order correction; the quadrant n + shift
+/// picks one of them and its sign.
+#[inline(always)]
+fn sin_quadrant_shifted(x: f32, shift: u32) -> f32 {
+    const PIO2_HI: f64 = 1.570_796_326_734_125_6; // 0x1.921fb544p+0: 33 significant bits
+    const PIO2_LO: f64 = 6.077_100_506_506_192e-11; // π/2 − PIO2_HI
+    const ROUND: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52: adding it rounds to an integer in the low bits
+    let xd = x as f64;
+    let t = xd * std::f64::consts::FRAC_2_PI + ROUND;
+    let n = t - ROUND;
+    let quadrant = (t.to_bits() as u32).wrapping_add(shift);
+    let r = (xd - n * PIO2_HI) - n * PIO2_LO;
+    let hi = r as f32;
+    let lo = (r - hi as f64) as f32;
+    let z = hi * hi;
+    let sin = hi + (lo + hi * z * (-1.0 / 6.0 + z * (1.0 / 120.0 + z * (-1.0 / 5_040.0 + z * (1.0 / 362_880.0)))));
+    let cos_tail = z * z * (1.0 / 24.0 + z * (-1.0 / 720.0 + z * (1.0 / 40_320.0 + z * (-1.0 / 3_628_800.0))));
+    let cos = 1.0 - 0.5 * z + (cos_tail - hi * lo);
+    let v = if quadrant & 1 == 0 { sin } else { cos };
+    // Quadrants 2 and 3 negate: bit 1 of the quadrant moved to the sign bit.
+    let reduced = f32::from_bits(v.to_bits() ^ ((quadrant & 2) << 30));
+    // Below 2^-12, sin x rounds to x (x³/6 is under half an ulp); taking x also keeps
+    // sin(−0) = −0, which adding the +0 correction would lose.
+    if shift == 0 && x.abs() < 2.441_406_3e-4 {
+        x
+    } else {
+        reduced
+    }
+}
+
 /// erf for GELU: Abramowitz–Stegun 7.1.26 (absolute error < 1.5e-7). In `0.5·x·(1 + erf)` an
 /// absolute error becomes a relative one of the same size, which is float32 precision.
 #[inline(always)]
@@ -216,6 +273,23 @@ mod tests {
         }
         assert!(exp_f32(f32::NAN).is_nan());
         assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+    }
+
+    #[test]
+    fn sin_and_cos_within_one_ulp_over_the_reduction_range() {
+        let near_multiples_of_half_pi = (1..2000).flat_map(|k| {
+            let m = (k as f64 * 333.3).round() * std::f64::consts::FRAC_PI_2;
+            let x = m as f32;
+            [x, f32::from_bits(x.to_bits() + 1), f32::from_bits(x.to_bits() - 1)]
+        });
+        let edges = [SIN_COS_REDUCTION_LIMIT, -SIN_COS_REDUCTION_LIMIT, 0.785_398_2, 2.356_194_5, 1e-30, f32::from_bits(1)];
+        for x in samples().filter(|&x| sin_cos_reduce_exactly(x)).chain(near_multiples_of_half_pi).chain(edges) {
+            assert!(ulps(sin_f32(x), (x as f64).sin()) <= 1, "sin({x:e}) = {:e}", sin_f32(x));
+            assert!(ulps(cos_f32(x), (x as f64).cos()) <= 1, "cos({x:e}) = {:e}", cos_f32(x));
+        }
+        for x in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.5e6, -3e38] {
+            assert!(!sin_cos_reduce_exactly(x), "{x} is libm's");
+        }
     }
 
     #[test]

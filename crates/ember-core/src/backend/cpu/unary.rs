@@ -1,7 +1,7 @@
 //! The CPU kernels of the one-input elementwise ops (`ops::unary` holds their semantics).
 use crate::dtype::{DType, Element};
-use crate::backend::cpu::map::unary_into;
-use crate::backend::cpu::math::Real;
+use crate::backend::cpu::map::{unary_into, unary_into_with_slow_lanes};
+use crate::backend::cpu::math::{cos_f32, sin_cos_reduce_exactly, sin_f32, Real};
 use crate::ops::unary::UnaryOp::{self, *};
 use crate::tensor::Tensor;
 use half::{bf16, f16};
@@ -48,6 +48,17 @@ macro_rules! fpred {
             })),
         }
     };
+}
+
+/// float32 sin and cos on the vectorisable `math` kernels, with libm for the lanes beyond their
+/// exact range reduction (and for inf and NaN); other dtypes on libm.
+fn sin_or_cos(x: &Tensor, o: &Tensor, cos: bool) {
+    match x.dtype() {
+        DType::F32 if cos => unary_into_with_slow_lanes::<f32>(x, o, cos_f32, sin_cos_reduce_exactly, f32::cos),
+        DType::F32 => unary_into_with_slow_lanes::<f32>(x, o, sin_f32, sin_cos_reduce_exactly, f32::sin),
+        _ if cos => fmap!(x, o, |v| v.cos()),
+        _ => fmap!(x, o, |v| v.sin()),
+    }
 }
 
 pub fn run(op: UnaryOp, x: &Tensor, o: &Tensor) {
@@ -111,8 +122,8 @@ pub fn run(op: UnaryOp, x: &Tensor, o: &Tensor) {
         Sqrt => fmap!(x, o, |v| v.sqrt()),
         Rsqrt => fmap!(x, o, |v| 1.0 / v.sqrt()),
         Reciprocal => fmap!(x, o, |v| 1.0 / v),
-        Sin => fmap!(x, o, |v| v.sin()),
-        Cos => fmap!(x, o, |v| v.cos()),
+        Sin => sin_or_cos(x, o, false),
+        Cos => sin_or_cos(x, o, true),
         Tan => fmap!(x, o, |v| v.tan()),
         Asin => fmap!(x, o, |v| v.asin()),
         Acos => fmap!(x, o, |v| v.acos()),

@@ -83,21 +83,23 @@ unsafe fn output_row(g: &Geom2, ops: &Operands, row: usize, taps: &mut Vec<(usiz
             let (x, w, out) = (ops.x.at(c0 as isize) as *const f32, ops.w.at(c0 as isize) as *const f32, out.add(c0));
             let bias = ops.bias.map(|b| b.at(c0 as isize) as *const f32);
             macro_rules! call {
-                ($kernel:ident, $nv:literal) => {
+                ($kernel:ident, $nv:literal $(, $full:literal)?) => {
                     if block == BLOCK {
-                        $kernel::<$nv, BLOCK>(x, step, taps, w, bias, out, c, n)
+                        $kernel::<$nv, BLOCK $(, $full)?>(x, step, taps, w, bias, out, c, n)
                     } else {
-                        $kernel::<$nv, 1>(x, step, taps, w, bias, out, c, n)
+                        $kernel::<$nv, 1 $(, $full)?>(x, step, taps, w, bias, out, c, n)
                     }
                 };
             }
-            match (ops.avx512, n.div_ceil(lanes)) {
-                (true, 1) => call!(chunk, 1),
-                (true, 2) => call!(chunk, 2),
-                (true, 3) => call!(chunk, 3),
-                (true, _) => call!(chunk, 4),
-                (false, 1) => call!(chunk_avx2, 1),
-                (false, _) => call!(chunk_avx2, 2),
+            match (ops.avx512, n.div_ceil(lanes), n % lanes == 0) {
+                (true, 1, _) => call!(chunk, 1),
+                (true, 2, _) => call!(chunk, 2),
+                (true, 3, _) => call!(chunk, 3),
+                (true, _, _) => call!(chunk, 4),
+                (false, 1, true) => call!(chunk_avx2, 1, true),
+                (false, _, true) => call!(chunk_avx2, 2, true),
+                (false, 1, false) => call!(chunk_avx2, 1, false),
+                (false, _, false) => call!(chunk_avx2, 2, false),
             }
         }
         ox += block;
@@ -139,38 +141,51 @@ unsafe fn chunk<const NV: usize, const P: usize>(x: *const f32, step: usize, tap
     }
 }
 
-/// `chunk` with AVX2 vectors of 8 (masked loads and stores of whole lanes).
+/// `chunk` with AVX2 vectors of 8. A partial last vector takes masked loads and stores of whole
+/// lanes; `FULL` chunks (every vector whole, the usual channel counts) plain ones, since AMD's
+/// masked loads issue at half the rate and its masked stores are microcoded.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-unsafe fn chunk_avx2<const NV: usize, const P: usize>(x: *const f32, step: usize, taps: &[(usize, usize)], w: *const f32, bias: Option<*const f32>, out: *mut f32, c: usize, n: usize) {
+unsafe fn chunk_avx2<const NV: usize, const P: usize, const FULL: bool>(x: *const f32, step: usize, taps: &[(usize, usize)], w: *const f32, bias: Option<*const f32>, out: *mut f32, c: usize, n: usize) {
     use std::arch::x86_64::*;
     const L: usize = LANES / 2;
     let mut masks = [_mm256_setzero_si256(); NV];
-    let mut init = [_mm256_setzero_ps(); NV];
     for v in 0..NV {
         let live: [i32; L] = std::array::from_fn(|j| if v * L + j < n { -1 } else { 0 });
         masks[v] = _mm256_loadu_si256(live.as_ptr() as *const __m256i);
-        if let Some(b) = bias {
-            init[v] = _mm256_maskload_ps(b.add(v * L), masks[v]);
+    }
+    macro_rules! load {
+        ($p:expr, $v:expr) => {
+            if FULL { _mm256_loadu_ps($p) } else { _mm256_maskload_ps($p, masks[$v]) }
+        };
+    }
+    let mut init = [_mm256_setzero_ps(); NV];
+    if let Some(b) = bias {
+        for v in 0..NV {
+            init[v] = load!(b.add(v * L), v);
         }
     }
     let mut acc = [init; P];
     for &(xo, wo) in taps {
         let mut wv = [_mm256_setzero_ps(); NV];
         for v in 0..NV {
-            wv[v] = _mm256_maskload_ps(w.add(wo + v * L), masks[v]);
+            wv[v] = load!(w.add(wo + v * L), v);
         }
         for p in 0..P {
             let src = x.add(xo + p * step);
             for v in 0..NV {
-                acc[p][v] = _mm256_fmadd_ps(_mm256_maskload_ps(src.add(v * L), masks[v]), wv[v], acc[p][v]);
+                acc[p][v] = _mm256_fmadd_ps(load!(src.add(v * L), v), wv[v], acc[p][v]);
             }
         }
     }
     for p in 0..P {
         for v in 0..NV {
-            _mm256_maskstore_ps(out.add(p * c + v * L), masks[v], acc[p][v]);
+            if FULL {
+                _mm256_storeu_ps(out.add(p * c + v * L), acc[p][v]);
+            } else {
+                _mm256_maskstore_ps(out.add(p * c + v * L), masks[v], acc[p][v]);
+            }
         }
     }
 }
@@ -183,7 +198,7 @@ unsafe fn chunk<const NV: usize, const P: usize>(_: *const f32, _: usize, _: &[(
 
 #[cfg(not(target_arch = "x86_64"))]
 #[allow(clippy::too_many_arguments)]
-unsafe fn chunk_avx2<const NV: usize, const P: usize>(_: *const f32, _: usize, _: &[(usize, usize)], _: *const f32, _: Option<*const f32>, _: *mut f32, _: usize, _: usize) {
+unsafe fn chunk_avx2<const NV: usize, const P: usize, const FULL: bool>(_: *const f32, _: usize, _: &[(usize, usize)], _: *const f32, _: Option<*const f32>, _: *mut f32, _: usize, _: usize) {
     unreachable!("applies() needs AVX-512 or AVX2")
 }
 
