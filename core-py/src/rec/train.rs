@@ -83,6 +83,7 @@ fn check_dims(tables: usize, dims: &[usize]) -> PyResult<()> {
 /// Pools the bags into `out` (float32, or float16 viewed as uint16 with `half_out`). Returns
 /// how many indices fell outside their tables.
 #[pyfunction]
+#[pyo3(signature = (weights, dims, half_weights, feature_table, indices, offsets, per_sample_weights, pooling_mode, bounds_check_mode, out, half_out))]
 #[allow(clippy::too_many_arguments)]
 fn train_forward(
     py: Python<'_>,

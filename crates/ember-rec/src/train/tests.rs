@@ -106,7 +106,7 @@ fn pooled_forward_matches_the_reference_in_float32_and_float16() {
 fn unpooled_forward_gives_a_row_per_index() {
     let weights = [vec![1.0, 2.0, 3.0, 4.0], vec![5.0, 6.0, 7.0, 8.0, 9.0, 10.0]];
     let tables = [EmbeddingTable { weights: Rows::F32(&weights[0]), dim: 2 }, EmbeddingTable { weights: Rows::F32(&weights[1]), dim: 2 }];
-    let (indices, offsets) = ([1i64, 0, 2], [0i64, 2, 2, 3]);
+    let (indices, offsets) = ([1i64, 0, 2], [0i64, 2, 2, 2, 3]);
     let lookup = Lookup { feature_table: &[0, 1], indices: Indices::I64(&indices), offsets: Indices::I64(&offsets), per_sample_weights: None, pooling: Pooling::None };
     let mut out = vec![0f32; 6];
     forward(&tables, &lookup, BoundsCheck::Fatal, Output::F32(&mut out)).unwrap();
