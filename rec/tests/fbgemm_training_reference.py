@@ -12,18 +12,16 @@ import fbgemm_gpu  # noqa: F401  (registers torch.ops.fbgemm)
 from fbgemm_gpu.split_embedding_configs import EmbOptimType as OptimType
 from fbgemm_gpu.split_table_batched_embeddings_ops_common import ComputeDevice, EmbeddingLocation, PoolingMode
 from fbgemm_gpu.split_table_batched_embeddings_ops_training import SplitTableBatchedEmbeddingBagsCodegen
-from fbgemm_gpu.tbe.config.optimizer_config import WeightDecayMode
 
 # name -> (optimizer, keyword arguments); the test file lists the same cases.
 CASES = {
     "sgd": (OptimType.EXACT_SGD, {"learning_rate": 0.3}),
     "adagrad": (OptimType.EXACT_ADAGRAD, {"learning_rate": 0.3, "eps": 1e-2}),
     "rowwise": (OptimType.EXACT_ROWWISE_ADAGRAD, {"learning_rate": 0.3, "eps": 1e-2}),
-    "rowwise_l2": (OptimType.EXACT_ROWWISE_ADAGRAD, {"learning_rate": 0.3, "eps": 1e-2, "weight_decay": 0.1,
-                                                     "weight_decay_mode": WeightDecayMode.L2}),
-    "rowwise_decoupled": (OptimType.EXACT_ROWWISE_ADAGRAD, {"learning_rate": 0.3, "eps": 1e-2, "weight_decay": 0.1,
-                                                            "weight_decay_mode": WeightDecayMode.DECOUPLE}),
 }
+# No weight decay case: fbgemm_gpu 2026.10.16's CPU kernel leaves weight_decay out of
+# EXACT_ROWWISE_ADAGRAD's update (L2 and DECOUPLE give NONE's result there), though FBGEMM's
+# optimizer definitions have it; test_fbgemm_training.py checks those modes against the formulas.
 
 
 def run_case(data, optimizer, kwargs, out, name):

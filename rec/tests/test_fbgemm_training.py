@@ -235,7 +235,7 @@ def test_float16_tables_train_in_float32_and_round_to_nearest():
 
 
 def test_learning_rate_and_weight_init():
-    tbe = make_tbe([np.zeros((4, 2), np.float32)], learning_rate=0.1)
+    tbe = make_tbe([np.zeros((4, 2), np.float32)], feature_table=[0], learning_rate=0.1)
     assert tbe.get_learning_rate() == pytest.approx(0.1)
     tbe.set_learning_rate(2.0)
     out = tbe(e(np.array([1])), e(np.array([0, 1])))
@@ -404,7 +404,8 @@ def fbgemm_results(tmp_path_factory):
     return data, fused, kjt, dict(np.load(folder / "out.npz"))
 
 
-@pytest.mark.parametrize("case", ["sgd", "adagrad", "rowwise", "rowwise_l2", "rowwise_decoupled"])
+# Weight decay is left out: fbgemm_gpu's CPU kernel ignores it (see fbgemm_training_reference.py).
+@pytest.mark.parametrize("case", ["sgd", "adagrad", "rowwise"])
 def test_fused_optimizers_match_fbgemm(fbgemm_results, case):
     data, _, _, theirs = fbgemm_results
     optimizer, kwargs = CASES[case]

@@ -41,7 +41,7 @@ from emberrec.fbgemm.split_table_batched_embeddings_ops_common import (
     BoundsCheckMode, ComputeDevice, EmbeddingLocation, PoolingMode, WeightDecayMode)
 from emberrec.fbgemm.split_table_batched_embeddings_ops_inference import BOUNDS_CHECK, POOLING, _index_array
 
-__all__ = ["SplitTableBatchedEmbeddingBagsCodegen", "DenseTableBatchedEmbeddingBagsCodegen", "OptimType",
+__all__ = ["SplitTableBatchedEmbeddingBagsCodegen", "DenseTableBatchedEmbeddingBagsCodegen", "pooled_embedding_bags", "OptimType",
            "WeightDecayMode", "SparseType", "PoolingMode", "BoundsCheckMode", "EmbeddingLocation", "ComputeDevice"]
 
 WEIGHT_DTYPES = {SparseType.FP32: ember.float32, SparseType.FP16: ember.float16}
@@ -160,9 +160,13 @@ class _Lookup:
             hyperparameters, momentum1, momentum2)
 
 
-class _EmbeddingBagFunction(ember.autograd.Function):
-    """Pooled lookups whose backward runs `module._apply_gradient` (the fused update, or the
-    dense gradient) and returns the per-sample weights' gradient."""
+def _float32_grad(grad_output):
+    return np.ascontiguousarray(grad_output.detach().to(ember.float32).numpy())
+
+
+class _FusedEmbeddingBagFunction(ember.autograd.Function):
+    """Pooled lookups whose backward applies the module's fused update to the rows read and
+    returns the per-sample weights' gradient (the weights get none)."""
 
     @staticmethod
     def forward(ctx, module, lookup, per_sample_weights, weights):
@@ -174,14 +178,64 @@ class _EmbeddingBagFunction(ember.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        lookup = ctx.lookup
-        grad = np.ascontiguousarray(grad_output.detach().to(ember.float32).numpy())
+        lookup, grad = ctx.lookup, _float32_grad(grad_output)
         per_sample_grad = None
         if ctx.needs_input_grad[2]:
             values = lookup.per_sample_grads(grad)  # before the update changes the rows
             per_sample_grad = ember.from_numpy(ctx.module._mask_features(values, lookup)).to(ctx.per_sample_dtype)
-        weights_grad = ctx.module._apply_gradient(lookup, grad)
-        return None, None, per_sample_grad, weights_grad
+        ctx.module._apply_update(lookup, grad)
+        return None, None, per_sample_grad, None
+
+
+class _DenseEmbeddingBagFunction(ember.autograd.Function):
+    """Pooled lookups whose backward returns the weights' dense gradient (duplicate rows summed)
+    and the per-sample weights' gradient. The weights are either one tensor per table, (rows,
+    dim) each, or one flat tensor holding every table (DenseTableBatchedEmbeddingBagsCodegen's)."""
+
+    @staticmethod
+    def forward(ctx, lookup, output_dtype, per_sample_weights, *weights):
+        out, _ = lookup.forward("fatal", output_dtype)
+        ctx.lookup, ctx.flat = lookup, weights[0].dim() == 1
+        ctx.dtypes = [w.dtype for w in weights]
+        ctx.per_sample_dtype = None if per_sample_weights is None else per_sample_weights.dtype
+        return ember.from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        lookup, grad = ctx.lookup, _float32_grad(grad_output)
+        per_sample_grad = None
+        if ctx.needs_input_grad[2]:
+            per_sample_grad = ember.from_numpy(lookup.per_sample_grads(grad)).to(ctx.per_sample_dtype)
+        # np.zeros maps zero pages lazily: only the pages of rows read are ever written
+        if ctx.flat:
+            flat = np.zeros(lookup.tables.spans[-1], np.float32)
+            grads, dense = [flat], lookup.tables.views(flat)
+        else:
+            grads = dense = [np.zeros(w.shape, np.float32) for w in lookup.weights]
+        empty = [np.zeros(0, np.float32)] * len(dense)
+        lookup.backward(dense, False, grad, "accumulate", (0.0, 0.0, 0.0, 0.0, 0.0, 0, 1), empty, empty)
+        grads = [ember.from_numpy(g).to(dtype) if needed else None
+                 for g, dtype, needed in zip(grads, ctx.dtypes, ctx.needs_input_grad[3:])]
+        return (None, None, per_sample_grad, *grads)
+
+
+def pooled_embedding_bags(weights, feature_table_map, indices, offsets, per_sample_weights=None,
+                          pooling_mode=PoolingMode.SUM):
+    """The table-batched lookup as a function of per-table weight tensors (all float32 or all
+    float16, each (rows, dim)): (B, total_D), or (indices, D) unpooled, in the tables' dtype;
+    differentiable w.r.t. the weights (dense gradients) and the per-sample weights. Indices
+    outside their tables raise IndexError."""
+    if not weights or any(not isinstance(w, ember.Tensor) or w.dim() != 2 for w in weights):
+        raise TypeError("weights must be a non-empty list of 2-D ember tensors")
+    dtypes = {w.dtype for w in weights}
+    if dtypes not in ({ember.float32}, {ember.float16}):
+        raise TypeError(f"weights must be all float32 or all float16, got {sorted(map(str, dtypes))}")
+    half = dtypes == {ember.float16}
+    tables = _Tables([tuple(w.shape) for w in weights], feature_table_map, pooling_mode, "pooled_embedding_bags")
+    arrays = [np.ascontiguousarray(w.detach().numpy()) for w in weights]
+    lookup = _Lookup(tables, arrays, half, _index_array(indices, "indices"), _index_array(offsets, "offsets"),
+                     _per_sample_array(per_sample_weights))
+    return _DenseEmbeddingBagFunction.apply(lookup, np.float16 if half else np.float32, per_sample_weights, *weights)
 
 
 class _TableBatchedEmbeddingBags(nn.Module):
@@ -207,28 +261,8 @@ class _TableBatchedEmbeddingBags(nn.Module):
 
     def init_embedding_weights_uniform(self, min_val, max_val):
         with ember.no_grad():
-            self.weights.uniform_(min_val, max_val)
+            nn.init.uniform_(self.weights, a=min_val, b=max_val)
 
-    def _weight_arrays(self):
-        return self._tables.views(self.weights.detach().numpy())
-
-    def _lookup(self, indices, offsets, per_sample_weights):
-        return _Lookup(self._tables, self._weight_arrays(), self.weights_precision is SparseType.FP16,
-                       _index_array(indices, "indices"), _index_array(offsets, "offsets"),
-                       _per_sample_array(per_sample_weights))
-
-    def _bounds_check(self):
-        return "fatal"
-
-    def _report_outside(self, outside):
-        pass
-
-    def _mask_features(self, values, lookup):
-        return values
-
-    def forward(self, indices, offsets, per_sample_weights=None):
-        lookup = self._lookup(indices, offsets, per_sample_weights)
-        return _EmbeddingBagFunction.apply(self, lookup, per_sample_weights, self.weights)
 
 
 class SplitTableBatchedEmbeddingBagsCodegen(_TableBatchedEmbeddingBags):
@@ -332,11 +366,13 @@ class SplitTableBatchedEmbeddingBagsCodegen(_TableBatchedEmbeddingBags):
             warnings.warn(f"{self._name}: {outside} indices outside their tables read row 0", RuntimeWarning, stacklevel=4)
 
     def forward(self, indices, offsets, per_sample_weights=None, feature_requires_grad=None):
-        lookup = self._lookup(indices, offsets, per_sample_weights)
+        lookup = _Lookup(self._tables, self._tables.views(self.weights.detach().numpy()),
+                         self.weights_precision is SparseType.FP16, _index_array(indices, "indices"),
+                         _index_array(offsets, "offsets"), _per_sample_array(per_sample_weights))
         lookup.feature_requires_grad = self._feature_mask(feature_requires_grad)
         recording = ember.is_grad_enabled() and (self.weights.requires_grad or (
             per_sample_weights is not None and per_sample_weights.requires_grad))
-        out = _EmbeddingBagFunction.apply(self, lookup, per_sample_weights, self.weights)
+        out = _FusedEmbeddingBagFunction.apply(self, lookup, per_sample_weights, self.weights)
         if recording and self.optimizer in COUNTS_STEPS:
             self.iter += 1
         lookup.step = int(self.iter.item())
@@ -359,12 +395,11 @@ class SplitTableBatchedEmbeddingBagsCodegen(_TableBatchedEmbeddingBags):
             values = values * np.repeat(mask, np.diff(bounds)).astype(np.float32)
         return values
 
-    def _apply_gradient(self, lookup, grad):
+    def _apply_update(self, lookup, grad):
         hyperparameters = (self.learning_rate, self.eps, self.beta1, self.beta2, self.weight_decay,
                            int(self.weight_decay_mode), max(lookup.step, 1))
         lookup.backward(lookup.weights, lookup.half, grad, self.optimizer.value, hyperparameters,
                         self._state_arrays(0), self._state_arrays(1))
-        return None
 
 
 class DenseTableBatchedEmbeddingBagsCodegen(_TableBatchedEmbeddingBags):
@@ -384,9 +419,9 @@ class DenseTableBatchedEmbeddingBagsCodegen(_TableBatchedEmbeddingBags):
         self._setup(list(embedding_specs), feature_table_map, pooling_mode, weights_precision, output_dtype)
         self.use_cpu = True
 
-    def _apply_gradient(self, lookup, grad):
-        dense = np.zeros(self._tables.spans[-1], np.float32)
-        hyperparameters = (0.0, 0.0, 0.0, 0.0, 0.0, 0, 1)
-        empty = [np.zeros(0, np.float32)] * len(self._tables.rows)
-        lookup.backward(self._tables.views(dense), False, grad, "accumulate", hyperparameters, empty, empty)
-        return ember.from_numpy(dense).to(self.weights.dtype)
+    def forward(self, indices, offsets, per_sample_weights=None):
+        lookup = _Lookup(self._tables, self._tables.views(self.weights.detach().numpy()),
+                         self.weights_precision is SparseType.FP16, _index_array(indices, "indices"),
+                         _index_array(offsets, "offsets"), _per_sample_array(per_sample_weights))
+        output_dtype = OUTPUT_DTYPES[SparseType.from_int(self.output_dtype)]
+        return _DenseEmbeddingBagFunction.apply(lookup, output_dtype, per_sample_weights, self.weights)

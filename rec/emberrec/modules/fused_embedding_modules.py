@@ -23,7 +23,7 @@ from emberrec.fbgemm.split_table_batched_embeddings_ops_common import ComputeDev
 from emberrec.fbgemm.split_table_batched_embeddings_ops_training import SplitTableBatchedEmbeddingBagsCodegen
 from emberrec.modules.embedding_configs import DataType, EmbeddingBagConfig, PoolingType
 from emberrec.modules.embedding_modules import (
-    EmbeddingBagCollectionInterface, _check_device, _check_tables, _FeatureRouter, get_embedding_names_by_table)
+    EmbeddingBagCollectionInterface, _check_device, _check_tables, _FeatureRouter, _init_weight, get_embedding_names_by_table)
 from emberrec.ops import lengths_to_offsets
 from emberrec.sparse.jagged_tensor import KeyedTensor
 
@@ -127,12 +127,13 @@ class FusedEmbeddingBagCollection(EmbeddingBagCollectionInterface):
         # parameters of this module; `embedding_bags.<table>.weight` (views of them) are.
         self._emb_modules = [self._embedding_bag(key, group, *converted) for key, group in self._groups.items()]
         self._optim = EmbeddingFusedOptimizer(list(zip(self._groups.values(), self._emb_modules)))
+        weights = {table.name: weight for group, module in zip(self._groups.values(), self._emb_modules)
+                   for table, weight in zip(group, module.split_embedding_weights())}
         self.embedding_bags = nn.ModuleDict()
-        for group, module in zip(self._groups.values(), self._emb_modules):
-            for table, weight in zip(group, module.split_embedding_weights()):
-                holder = nn.Module()
-                holder.register_parameter("weight", nn.Parameter(weight))
-                self.embedding_bags[table.name] = holder
+        for table in tables:  # in table order, whatever the groups
+            holder = nn.Module()
+            holder.register_parameter("weight", nn.Parameter(weights[table.name]))
+            self.embedding_bags[table.name] = holder
         self._routers = [_FeatureRouter(group) for group in self._groups.values()]
         self._embedding_names = [name for names in get_embedding_names_by_table(tables) for name in names]
         self._length_per_key = [t.embedding_dim for t in tables for _ in t.feature_names]
@@ -158,9 +159,8 @@ class FusedEmbeddingBagCollection(EmbeddingBagCollectionInterface):
         module = SplitTableBatchedEmbeddingBagsCodegen(
             specs, feature_table_map=feature_table_map, optimizer=optimizer, pooling_mode=POOLING_MODES[pooling],
             weights_precision=PRECISIONS[data_type], **kwargs)
-        with ember.no_grad():
-            for table, weight in zip(group, module.split_embedding_weights()):
-                weight.uniform_(table.get_weight_init_min(), table.get_weight_init_max())
+        for table, weight in zip(group, module.split_embedding_weights()):
+            _init_weight(weight, table)
         return module
 
     def _table_order_columns(self):
