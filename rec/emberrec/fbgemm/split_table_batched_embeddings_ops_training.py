@@ -209,14 +209,14 @@ class _DenseEmbeddingBagFunction(ember.autograd.Function):
         # np.zeros maps zero pages lazily: only the pages of rows read are ever written
         if ctx.flat:
             flat = np.zeros(lookup.tables.spans[-1], np.float32)
-            grads, dense = [flat], lookup.tables.views(flat)
+            buffers, per_table = [flat], lookup.tables.views(flat)
         else:
-            grads = dense = [np.zeros(w.shape, np.float32) for w in lookup.weights]
-        empty = [np.zeros(0, np.float32)] * len(dense)
-        lookup.backward(dense, False, grad, "accumulate", (0.0, 0.0, 0.0, 0.0, 0.0, 0, 1), empty, empty)
-        grads = [ember.from_numpy(g).to(dtype) if needed else None
-                 for g, dtype, needed in zip(grads, ctx.dtypes, ctx.needs_input_grad[3:])]
-        return (None, None, per_sample_grad, *grads)
+            buffers = per_table = [np.zeros(w.shape, np.float32) for w in lookup.weights]
+        empty = [np.zeros(0, np.float32)] * len(per_table)
+        lookup.backward(per_table, False, grad, "accumulate", (0.0, 0.0, 0.0, 0.0, 0.0, 0, 1), empty, empty)
+        weight_grads = [ember.from_numpy(b).to(dtype) if needed else None
+                        for b, dtype, needed in zip(buffers, ctx.dtypes, ctx.needs_input_grad[3:])]
+        return (None, None, per_sample_grad, *weight_grads)
 
 
 def pooled_embedding_bags(weights, feature_table_map, indices, offsets, per_sample_weights=None,
@@ -239,7 +239,7 @@ def pooled_embedding_bags(weights, feature_table_map, indices, offsets, per_samp
 
 
 class _TableBatchedEmbeddingBags(nn.Module):
-    """What both embedding bags share: the flat weights, the lookups and their autograd."""
+    """What both embedding bags share: the sizes, the flat Parameter `weights` and its views."""
 
     _name = "TableBatchedEmbeddingBags"
 
@@ -251,7 +251,6 @@ class _TableBatchedEmbeddingBags(nn.Module):
         self.weights_precision = weights_precision
         self.output_dtype = output_dtype.as_int()
         self.total_D = self._tables.total_D
-        self.embedding_specs_rows_dims = list(zip(self._tables.rows, self._tables.dims))
         self.register_buffer("D_offsets", ember.tensor(self._tables.D_offsets, dtype=ember.int32))
         self.weights = nn.Parameter(ember.zeros(self._tables.spans[-1], dtype=WEIGHT_DTYPES[weights_precision]))
 
