@@ -218,6 +218,18 @@ def test_fused_optimizers_update_the_touched_rows_as_fbgemm_defines_them(case):
             np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-6)
 
 
+def test_feature_requires_grad_zeroes_the_other_features_per_sample_weight_gradients():
+    tables, steps = training_data()
+    indices, offsets, weights, grad = steps[0]
+    per_sample = e(weights).requires_grad_()
+    tbe = make_tbe(tables)
+    tbe(e(indices), e(offsets), per_sample, feature_requires_grad=ember.tensor([1, 0, 1, 0])).backward(e(grad))
+    _, want = reference_grads([t.astype(np.float64) for t in tables], indices, offsets, weights, PoolingMode.SUM, grad)
+    feature = np.repeat(np.arange(4), np.diff(offsets[::BATCH]))
+    want[(feature == 1) | (feature == 3)] = 0
+    np.testing.assert_allclose(per_sample.grad.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
 def test_float16_tables_train_in_float32_and_round_to_nearest():
     tables, steps = training_data()
     tables16 = [t.astype(np.float16) for t in tables]
