@@ -263,7 +263,6 @@ class _TableBatchedEmbeddingBags(nn.Module):
             nn.init.uniform_(self.weights, a=min_val, b=max_val)
 
 
-
 class SplitTableBatchedEmbeddingBagsCodegen(_TableBatchedEmbeddingBags):
     _name = "SplitTableBatchedEmbeddingBagsCodegen"
 
