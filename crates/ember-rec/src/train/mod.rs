@@ -19,7 +19,7 @@ mod optim;
 
 pub use optim::{Moments, Optimizer, WeightDecay};
 
-use crate::simd::has_avx2_fma;
+use crate::simd::{has_avx2_fma, prefetch, PREFETCH_DISTANCE};
 use crate::tbe::{BoundsCheck, Indices, Output, Pooling};
 use crate::{fail, Error, Result};
 use half::f16;
@@ -133,6 +133,9 @@ pub fn backward(tables: &mut [TableUpdate<'_>], lookup: &Lookup<'_>, grad_output
 
 /// Unique rows per parallel task in the backward pass.
 const SEGMENTS_PER_TASK: usize = 64;
+
+/// How many unique rows ahead the backward pass prefetches the row it will update.
+const SEGMENTS_AHEAD: usize = 4;
 
 fn rows_len(rows: &Rows<'_>) -> usize {
     match rows {
@@ -398,11 +401,17 @@ fn forward_body<W: Weight, O: Weight>(plan: &Plan<'_>, weights: &[W], task: &Tas
     let rows = plan.rows[plan.feature_table[task.feature]];
     let mut acc = vec![0f32; dim];
     let mut report = Report::default();
+    let task_end = plan.offsets[task.feature * plan.batch + task.samples.end] as usize;
     for b in task.samples.clone() {
         let bag = task.feature * plan.batch + b;
         let scale = plan.bag_scale(bag);
         acc.fill(0.0);
         for i in plan.bag(bag) {
+            if let Some(ahead) = (i + PREFETCH_DISTANCE < task_end).then(|| plan.indices[i + PREFETCH_DISTANCE]) {
+                if let (Some(row), false) = resolve(ahead, rows) {
+                    prefetch(&weights[row * dim..][..dim]);
+                }
+            }
             let (row, bad) = resolve(plan.indices[i], rows);
             if bad {
                 report.bad += 1;
@@ -520,6 +529,17 @@ impl RawTable {
         };
         RawTable { weights, dim: table.dim, momentum1: table.momentum1.as_mut_ptr(), momentum2: table.momentum2.as_mut_ptr() }
     }
+
+    #[inline(always)]
+    fn prefetch_row(&self, row: usize) {
+        // SAFETY: rows come from resolve(), inside the table, whose size backward() checked.
+        unsafe {
+            match self.weights {
+                Weights::F32(w) => prefetch(std::slice::from_raw_parts(w.add(row * self.dim), self.dim)),
+                Weights::F16(w) => prefetch(std::slice::from_raw_parts(w.add(row * self.dim), self.dim)),
+            }
+        }
+    }
 }
 
 fn update_rows(context: &BackwardContext<'_>, tables: &[RawTable], segments: &[(usize, usize, usize)]) {
@@ -542,7 +562,10 @@ fn update_rows_body(context: &BackwardContext<'_>, tables: &[RawTable], segments
     let plan = context.plan;
     let widest = tables.iter().map(|t| t.dim).max().unwrap_or(0);
     let (mut grad, mut row, mut scratch) = (vec![0f32; widest], vec![0f32; widest], vec![0f32; widest]);
-    for &(t, start, end) in segments {
+    for (k, &(t, start, end)) in segments.iter().enumerate() {
+        if let Some(&(t_ahead, start_ahead, _)) = segments.get(k + SEGMENTS_AHEAD) {
+            tables[t_ahead].prefetch_row(context.lookups[t_ahead][start_ahead].0);
+        }
         let table = &tables[t];
         let dim = table.dim;
         let grad = &mut grad[..dim];
