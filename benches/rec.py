@@ -6,6 +6,10 @@
   lr 0.02), with every table further capped at CAP_ROWS rows to fit this machine. emberrec's
   EmbeddingBagCollection vs TorchRec's; "plain PyTorch" is one nn.EmbeddingBag per table called
   in a loop, which is what TorchRec's (unsharded) EBC runs.
+- FusedEBC training epoch: the same tables and batches through TorchRec's
+  FusedEmbeddingBagCollection (SGD lr 0.02 fused into the backward pass, as TorchRec's
+  ebc_benchmarks runs it) against emberrec's; forward, sum of the pooled embeddings, backward
+  (which updates the rows read). Each in a process of its own, so peak RSS is the fused one's.
 - jagged_to_padded_dense: float32 values (total, 128) of PAD_BATCH samples of 0 to PAD_MAX ids,
   to (PAD_BATCH, PAD_MAX, 128): emberrec.ops vs torch.ops.fbgemm; "plain PyTorch" runs emberrec's
   algorithm in torch ops (each value's slot from a running sum of segment starts, one index_put).
@@ -136,6 +140,54 @@ def ember_worker():
         "permute": best_seconds(lambda: [kjts[0].permute(order) for _ in range(PERMUTE_REPEATS)]) / PERMUTE_REPEATS,
         "checks": checks, "peak_mb": peak_rss_mb(), "versions": f"ember {ember.__version__}",
     }
+
+
+def dlrm_tables(config):
+    keys = [f"ebc_{i}_feat_1" for i in range(len(DLRM_ROWS))]
+    return keys, [config(name=f"ebc_{i}", embedding_dim=DIM, num_embeddings=rows, feature_names=[keys[i]])
+                  for i, rows in enumerate(table_rows())]
+
+
+def ember_fused_worker():
+    import ember
+    from emberrec import EmbeddingBagConfig, KeyedJaggedTensor
+    from emberrec.modules.fused_embedding_modules import FusedEmbeddingBagCollection
+
+    ember.set_num_threads(THREADS)
+    keys, tables = dlrm_tables(EmbeddingBagConfig)
+    ebc = FusedEmbeddingBagCollection(tables, ember.optim.SGD, {"lr": LR})
+    with ember.no_grad():
+        for i, table in enumerate(tables):
+            ebc.embedding_bags[table.name].weight.copy_(ember.from_numpy(table_weight(i, table.num_embeddings)))
+    kjts = [KeyedJaggedTensor.from_lengths_sync(keys, ember.from_numpy(v), ember.from_numpy(l)) for l, v in sparse_batches()]
+    checks = {"fused_first_output_sum": float(ebc(kjts[0]).values().detach().sum())}
+
+    def epoch():
+        for kjt in kjts:
+            ebc(kjt).values().sum().backward()
+    return {"fused_epoch": best_seconds(epoch), "checks": checks, "peak_mb": peak_rss_mb()}
+
+
+def torchrec_fused_worker():
+    import torch
+    import fbgemm_gpu  # noqa: F401
+    from torchrec import EmbeddingBagConfig, KeyedJaggedTensor
+    from torchrec.modules.fused_embedding_modules import FusedEmbeddingBagCollection
+
+    torch.set_num_threads(THREADS)
+    keys, tables = dlrm_tables(EmbeddingBagConfig)
+    ebc = FusedEmbeddingBagCollection(tables, optimizer_type=torch.optim.SGD, optimizer_kwargs={"lr": LR})
+    with torch.no_grad():
+        for i, table in enumerate(tables):
+            ebc.embedding_bags[table.name].weight.copy_(torch.from_numpy(table_weight(i, table.num_embeddings)))
+    kjts = [KeyedJaggedTensor.from_lengths_sync(keys, torch.from_numpy(v), torch.from_numpy(l)) for l, v in sparse_batches()]
+    checks = {"fused_first_output_sum": float(ebc(kjts[0]).values().detach().sum())}
+
+    def epoch():
+        for kjt in kjts:
+            ebc(kjt).values().sum().backward()
+    return {"fused_epoch": best_seconds(epoch), "checks": checks, "peak_mb": peak_rss_mb(),
+            "versions": versions("torch", "torchrec", "fbgemm-gpu-nightly-cpu", "fbgemm-gpu-cpu", "fbgemm-gpu")}
 
 
 def torch_epoch(torch, forward, params, kjts):
@@ -312,7 +364,8 @@ def fbgemm_tbe_worker(name):
     return {**result, "versions": versions("torch", "fbgemm-gpu-nightly-cpu", "fbgemm-gpu-cpu", "fbgemm-gpu")}
 
 
-WORKERS = {"ember": ember_worker, "torchrec": torchrec_worker, "torch": plain_torch_worker}
+WORKERS = {"ember": ember_worker, "torchrec": torchrec_worker, "torch": plain_torch_worker,
+           "ember_fused": ember_fused_worker, "torchrec_fused": torchrec_fused_worker}
 WORKERS.update({f"ember_tbe_{name}": (lambda name=name: ember_tbe_worker(name)) for name in TBE_TYPES})
 WORKERS.update({f"fbgemm_tbe_{name}": (lambda name=name: fbgemm_tbe_worker(name)) for name in TBE_TYPES})
 
@@ -338,7 +391,7 @@ def ratio(result, ember, key):
     return "" if "error" in result else f"{result[key] / ember[key]:.2f}x"
 
 
-def agree(ember, other):
+def agreement(ember, other):
     if "error" in other:
         return "-"
     mismatched = [k for k, v in ember["checks"].items() if not np.isclose(v, other["checks"][k], rtol=1e-4)]
@@ -367,12 +420,29 @@ def main():
               f"{ratio(torchrec, ember, key)} | {ratio(torch, ember, key)} |")
     print(f"| peak RSS of the process (all three workloads) | {cell(ember, 'peak_mb', False)} | "
           f"{cell(torchrec, 'peak_mb', False)} | {cell(torch, 'peak_mb', False)} | | |")
-    print(f"\nOutputs agree with emberrec's (EBC output, padded sum, permuted ids): TorchRec {agree(ember, torchrec)}, "
-          f"plain PyTorch {agree(ember, torch)}.")
+    print(f"\nOutputs agree with emberrec's (EBC output, padded sum, permuted ids): TorchRec {agreement(ember, torchrec)}, "
+          f"plain PyTorch {agreement(ember, torch)}.")
     for name, result in (("TorchRec + FBGEMM", torchrec), ("plain PyTorch", torch)):
         if "error" in result:
             print(f"\n{name} did not run in {TORCH_PYTHON}: {result['error']}")
+    print_fused(results)
     print_tbe(results)
+
+
+def print_fused(results):
+    ours, theirs = results["ember_fused"], results["torchrec_fused"]
+    if "error" in ours:
+        raise RuntimeError(f"the emberrec FusedEBC worker failed: {ours['error']}")
+    print(f"\nFusedEmbeddingBagCollection training epoch (the EBC configuration above; SGD lr {LR} fused into the "
+          f"backward pass); {cpu_model()} ({os.cpu_count()} cores, shared), {THREADS} threads; best of {REPEATS}.\n")
+    print("| workload | emberrec | TorchRec + FBGEMM | TorchRec time / emberrec time | peak RSS emberrec / TorchRec |")
+    print("|---|---|---|---|---|")
+    agree = agreement(ours, theirs)
+    agree = "" if agree in ("yes", "-") else f" ({agree})"
+    print(f"| FusedEBC epoch, {BATCHES} batches | {cell(ours, 'fused_epoch')} | {cell(theirs, 'fused_epoch')} | "
+          f"{ratio(theirs, ours, 'fused_epoch')}{agree} | {cell(ours, 'peak_mb', False)} / {cell(theirs, 'peak_mb', False)} |")
+    if "error" in theirs:
+        print(f"\nTorchRec's FusedEmbeddingBagCollection did not run in {TORCH_PYTHON}: {theirs['error']}")
 
 
 def print_tbe(results):

@@ -2,14 +2,16 @@
 //! quantized in FBGEMM's exact byte layouts (`rowwise`: the fused 8-bit and n-bit rowwise
 //! formats; `hfp8`: FBGEMM's 8-bit float; `sparse_type`: the rows of the inference
 //! table-batched embedding bag), and that embedding bag itself (`tbe`), which dequantizes each
-//! row as it pools it. Parallel kernels run on the current rayon pool (the binding installs
-//! Ember's). Exposed to Python as `ember._C.rec`.
+//! row as it pools it; and the training embedding bag (`train`): float32 or binary16 tables
+//! with FBGEMM's optimizers fused into its backward pass. Parallel kernels run on the current
+//! rayon pool (the binding installs Ember's). Exposed to Python as `ember._C.rec`.
 #![doc = include_str!("../README.md")]
 mod hfp8;
 mod rowwise;
 mod simd;
 mod sparse_type;
 mod tbe;
+pub mod train;
 
 pub use hfp8::{decode_hfp8, encode_hfp8, Hfp8};
 pub use rowwise::{

@@ -32,6 +32,22 @@ pub fn has_avx2_fma() -> bool {
     }
 }
 
+/// How many lookups ahead the embedding bags prefetch rows (FBGEMM's CPU kernels use 16).
+pub const PREFETCH_DISTANCE: usize = 16;
+
+/// Asks for the cache lines of `values` (rows scattered across tables far larger than the
+/// caches: asked for ahead of their turn, they have arrived when it comes).
+#[inline(always)]
+pub fn prefetch<T>(values: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    for at in (0..std::mem::size_of_val(values)).step_by(64) {
+        // SAFETY: a prefetch reads nothing architecturally, and the address is inside `values`.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((values.as_ptr() as *const i8).add(at)) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = values;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

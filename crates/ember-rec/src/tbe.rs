@@ -13,7 +13,7 @@
 //! own output rows. The arithmetic is FBGEMM's: an integer row adds
 //! `fma(scale * w, q, acc + bias * w)`, a float row `fma(w, x, acc)`, MEAN multiplies by 1 / L.
 use crate::hfp8::Hfp8;
-use crate::simd::{f16_at, has_avx2_fma};
+use crate::simd::{f16_at, has_avx2_fma, prefetch, PREFETCH_DISTANCE};
 use crate::sparse_type::{dequantize_row, SparseType, SCALE_BIAS_BYTES};
 use crate::{fail, Error, Result};
 use half::f16;
@@ -385,20 +385,6 @@ fn task_body<I: IndexValue, O: IndexValue, T: Store>(context: &Context<'_, I, O>
     report
 }
 
-/// How many lookups ahead rows are prefetched (FBGEMM's CPU kernels use 16).
-const PREFETCH_DISTANCE: usize = 16;
-
-/// Asks for the cache lines of `bytes`.
-#[inline(always)]
-fn prefetch(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for at in (0..bytes.len()).step_by(64) {
-        // SAFETY: a prefetch reads nothing architecturally, and the address is inside `bytes`.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(bytes.as_ptr().add(at) as *const i8) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
-}
 
 /// Per-task buffers for unpacking a row.
 struct Scratch {

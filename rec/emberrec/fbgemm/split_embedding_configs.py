@@ -1,7 +1,29 @@
-"""FBGEMM's `SparseType` (the row formats of its embedding tables) and the FP8 configuration."""
+"""FBGEMM's `SparseType` (the row formats of its embedding tables), the FP8 configuration, and
+`EmbOptimType` (the optimizers of the training embedding bag)."""
 import enum
 
-__all__ = ["SparseType", "QuantizationConfig", "FP8QuantizationConfig"]
+__all__ = ["SparseType", "QuantizationConfig", "FP8QuantizationConfig", "EmbOptimType"]
+
+
+class EmbOptimType(enum.Enum):
+    """The optimizers FBGEMM fuses into the training embedding bag's backward pass, with
+    FBGEMM's values. The training embedding bag runs EXACT_SGD, EXACT_ADAGRAD,
+    EXACT_ROWWISE_ADAGRAD, ADAM, PARTIAL_ROWWISE_ADAM, LAMB and PARTIAL_ROWWISE_LAMB; the
+    others raise NotImplementedError."""
+    SGD = "sgd"
+    EXACT_SGD = "exact_sgd"
+    LAMB = "lamb"
+    ADAM = "adam"
+    EXACT_ADAGRAD = "exact_adagrad"
+    EXACT_ROWWISE_ADAGRAD = "exact_row_wise_adagrad"
+    LARS_SGD = "lars_sgd"
+    PARTIAL_ROWWISE_ADAM = "partial_row_wise_adam"
+    PARTIAL_ROWWISE_LAMB = "partial_row_wise_lamb"
+    ROWWISE_ADAGRAD = "row_wise_adagrad"
+    NONE = "none"
+
+    def __str__(self):
+        return self.value
 
 
 class QuantizationConfig:

@@ -1,7 +1,7 @@
 """FBGEMM's enums for table-batched embeddings, with FBGEMM's values."""
 import enum
 
-__all__ = ["EmbeddingLocation", "PoolingMode", "BoundsCheckMode", "ComputeDevice"]
+__all__ = ["EmbeddingLocation", "PoolingMode", "BoundsCheckMode", "ComputeDevice", "WeightDecayMode"]
 
 
 class EmbeddingLocation(enum.IntEnum):
@@ -36,3 +36,15 @@ class ComputeDevice(enum.IntEnum):
     CPU = 0
     CUDA = 1
     MTIA = 2
+
+
+class WeightDecayMode(enum.IntEnum):
+    """How EXACT_ROWWISE_ADAGRAD decays the weights: L2 adds `weight_decay * w` to the gradient,
+    DECOUPLE shrinks the weights by `learning_rate * weight_decay` apart from the adaptive step.
+    COUNTER, COWCLIP and DECOUPLE_GLOBAL raise NotImplementedError."""
+    NONE = 0
+    L2 = 1
+    DECOUPLE = 2
+    COUNTER = 3
+    COWCLIP = 4
+    DECOUPLE_GLOBAL = 5

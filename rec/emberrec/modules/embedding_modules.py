@@ -2,8 +2,11 @@
 `embedding_bags.<table>.weight` / `embeddings.<table>.weight`), on Ember's embedding ops.
 
 A forward call does one gather that puts the input features in table order (skipped when they
-already are), then one embedding-bag (or embedding) call per table over all of that table's
-features at once. Gradients reach the tables (and per-sample weights) through Ember's autograd.
+already are). EmbeddingBagCollection then pools every table in one call of the Rust
+table-batched embedding bag (`emberrec.fbgemm`'s `pooled_embedding_bags`, whose backward gives
+each table a dense gradient with duplicate rows summed) when its tables are all float32 or all
+float16, and otherwise calls one embedding bag per table, as EmbeddingCollection calls one
+embedding per table. Gradients reach the tables (and per-sample weights) through Ember's autograd.
 A feature read by several tables gets the output key "feature@table" (TorchRec's rule).
 `embedding_bag_configs`, `is_weighted` and the like are properties, as in TorchRec 0.2 (later
 TorchRec versions made them methods)."""
@@ -13,6 +16,7 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 
+from emberrec.fbgemm.split_table_batched_embeddings_ops_training import pooled_embedding_bags
 from emberrec.modules.embedding_configs import (
     EmbeddingBagConfig, EmbeddingConfig, PoolingType, data_type_to_dtype, pooling_type_to_str)
 from emberrec.ops import lengths_to_offsets
@@ -157,11 +161,33 @@ class EmbeddingBagCollection(EmbeddingBagCollectionInterface):
         self._router = _FeatureRouter(tables)
         self._embedding_names = [name for names in get_embedding_names_by_table(tables) for name in names]
         self._lengths_per_embedding = [t.embedding_dim for t in tables for _ in t.feature_names]
+        dtypes = {data_type_to_dtype(t.data_type) for t in tables}
+        self._table_batched = dtypes in ({ember.float32}, {ember.float16})
+        self._feature_table_map = [t for t, table in enumerate(tables) for _ in table.feature_names]
+        # which features MEAN-pool, and each output column's feature, to divide those by their lengths
+        self._mean_features = [table.pooling == PoolingType.MEAN for table in tables for _ in table.feature_names]
+        self._column_feature = ember.tensor([f for f, dim in enumerate(self._lengths_per_embedding) for _ in range(dim)])
 
     def forward(self, features):
         features = self._router.in_table_order(features)
         if self._is_weighted and features.weights_or_none() is None:
             raise ValueError("this EmbeddingBagCollection is weighted (is_weighted=True), but features has no weights")
+        values = self._table_batched_forward(features) if self._table_batched else self._per_table_forward(features)
+        return KeyedTensor(self._embedding_names, self._lengths_per_embedding, values)
+
+    def _table_batched_forward(self, features):
+        """Every table summed in one call; MEAN features are then divided by their bag lengths."""
+        weights = [self.embedding_bags[table.name].weight for table in self._embedding_bag_configs]
+        pooled = pooled_embedding_bags(weights, self._feature_table_map, features.values(),
+                                       lengths_to_offsets(features.lengths()),
+                                       features.weights() if self._is_weighted else None)
+        if not any(self._mean_features):
+            return pooled
+        lengths = features.lengths().view(len(self._feature_table_map), features.stride()).t().clamp(min=1)
+        scale = ember.where(ember.tensor(self._mean_features), 1.0 / lengths.to(pooled.dtype), 1.0)
+        return pooled * scale[:, self._column_feature]
+
+    def _per_table_forward(self, features):
         batch = features.stride()
         pooled = []
         for table, (values, weights, lengths, offsets) in zip(self._embedding_bag_configs,
@@ -172,7 +198,7 @@ class EmbeddingBagCollection(EmbeddingBagCollectionInterface):
             # bags are feature-major (feature, sample); the output is sample-major
             pooled.append(out.view(table.num_features(), batch, table.embedding_dim).transpose(0, 1)
                           .reshape(batch, table.num_features() * table.embedding_dim))
-        return KeyedTensor(self._embedding_names, self._lengths_per_embedding, ember.cat(pooled, 1))
+        return ember.cat(pooled, 1)
 
     @property
     def is_weighted(self):
