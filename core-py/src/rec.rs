@@ -8,6 +8,8 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
+mod jagged;
+
 fn to_py(e: kernels::Error) -> PyErr {
     match e {
         kernels::Error::Value(m) => PyValueError::new_err(m),
@@ -193,6 +195,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(quantize_rows, &m)?)?;
     m.add_function(wrap_pyfunction!(dequantize_rows, &m)?)?;
     m.add_function(wrap_pyfunction!(embedding_bags, &m)?)?;
+    jagged::register(&m)?;
     parent.add_submodule(&m)?;
     Ok(())
 }

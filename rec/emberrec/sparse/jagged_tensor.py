@@ -482,16 +482,14 @@ class KeyedJaggedTensor(_JaggedData):
         if any(i < 0 or i >= n_keys for i in indices):
             raise IndexError(f"indices must lie in [0, {n_keys}), got {list(indices)}")
         if indices_tensor is None:
-            indices_tensor = ember.tensor(list(indices), dtype=ember.int64)
-        elif indices_tensor.tolist() != list(indices):
+            indices_tensor = ember.tensor(indices, dtype=ember.int64)
+        elif indices_tensor.tolist() != indices:
             raise ValueError("indices_tensor must hold the same indices as indices")
         per_key = self.length_per_key()
-        permuted_per_key = [per_key[i] for i in indices]
         lengths, values, weights = ops.permute_2D_sparse_data(
-            indices_tensor, self.lengths().view(n_keys, self._stride), self._values, self._weights,
-            sum(permuted_per_key))
+            indices_tensor, self.lengths().view(n_keys, self._stride), self._values, self._weights)
         return KeyedJaggedTensor._trusted([self._keys[i] for i in indices], values, weights, lengths.view(-1),
-                                          self._stride, permuted_per_key)
+                                          self._stride, [per_key[i] for i in indices])
 
     def to(self, device, non_blocking=False):
         """`self` on the CPU; another device is refused (see `_check_device`)."""
