@@ -7,11 +7,11 @@
   EmbeddingBagCollection vs TorchRec's; "plain PyTorch" is one nn.EmbeddingBag per table called
   in a loop, which is what TorchRec's (unsharded) EBC runs.
 - jagged_to_padded_dense: float32 values (total, 128) of PAD_BATCH samples of 0 to PAD_MAX ids,
-  to (PAD_BATCH, PAD_MAX, 128): emberrec.ops vs torch.ops.fbgemm; "plain PyTorch" runs emberrec's
-  algorithm in torch ops (each value's slot from a running sum of segment starts, one index_put).
+  to (PAD_BATCH, PAD_MAX, 128): emberrec.ops (a Rust kernel) vs torch.ops.fbgemm; "plain PyTorch" runs
+  it as vectorised torch ops (each value's slot from a running sum of segment starts, one index_put).
 - KJT permute on 26 features (the EBC batch; keys reversed): KeyedJaggedTensor.permute in
-  emberrec vs TorchRec (fbgemm's permute_2D_sparse_data); "plain PyTorch" runs emberrec's
-  algorithm in torch ops (the gather index as a running sum of steps, one gather).
+  emberrec vs TorchRec (both on permute_2D_sparse_data: emberrec's a Rust kernel); "plain
+  PyTorch" runs it as vectorised torch ops (the gather index as a running sum of steps, one gather).
 - FBGEMM's sparse and jagged operators, emberrec.ops vs torch.ops.fbgemm on the CPU (OPS_REPEATS
   calls per timing): permute_2D_sparse_data (OPS_KEYS keys x OPS_BATCH samples of 0-OPS_MAX_LEN
   int64 ids with float32 weights, keys reversed), block_bucketize_sparse_features (the same ids
@@ -248,7 +248,7 @@ def plain_torch_worker():
     values, offsets = jagged_input()
     values, offsets = torch.from_numpy(values), torch.from_numpy(offsets)
 
-    def segment_ids(bounds, total):  # emberrec.ops' algorithm, in torch ops
+    def segment_ids(bounds, total):  # each value's sample: a running sum of segment starts
         starts = bounds[1:-1]
         return torch.zeros(total + 1, dtype=torch.int64).index_add(0, starts, torch.ones_like(starts))[:total].cumsum(0)
 
@@ -265,7 +265,7 @@ def plain_torch_worker():
     keys = len(rows)
     order = torch.arange(keys - 1, -1, -1)
 
-    def permute():  # emberrec.ops' algorithm, in torch ops
+    def permute():  # the gather index as a running sum of steps, one gather
         per_key = lengths.view(keys, BATCH).sum(1)
         starts = torch.cat([per_key.new_zeros(1), per_key.cumsum(0)[:-1]])[order]
         sizes = per_key[order]

@@ -143,8 +143,8 @@ fn jagged_to_padded_dense(py: Python<'_>, values: &Bound<'_, PyAny>, offsets: &B
     shape.extend_from_slice(&values.shape()[1..]);
     let out = fresh(&shape, values.dtype())?;
     any_dtype!(values.dtype(), T => {
-        let x = jagged::<T>(&values, &offsets);
-        run(py, out.numel(), || kernels::jagged_to_padded_dense(x, max_length, T::from_f64(padding_value), items_mut(&out)))?
+        let (x, dst) = (jagged::<T>(&values, &offsets), items_mut::<T>(&out));
+        run(py, dst.len(), || kernels::jagged_to_padded_dense(x, max_length, T::from_f64(padding_value), dst))?
     });
     Ok(wrap(out))
 }
@@ -161,8 +161,8 @@ fn dense_to_jagged(py: Python<'_>, dense: &Bound<'_, PyAny>, offsets: &Bound<'_,
     shape.extend_from_slice(&dense.shape()[2..]);
     let out = fresh(&shape, dense.dtype())?;
     any_dtype!(dense.dtype(), T => {
-        let d = Dense { data: items::<T>(&dense), batch, width, inner };
-        run(py, out.numel(), || kernels::dense_to_jagged(d, offsets.indices(), total_rows, T::zero(), items_mut(&out)))?
+        let (d, bounds, dst) = (Dense { data: items::<T>(&dense), batch, width, inner }, offsets.indices(), items_mut::<T>(&out));
+        run(py, dst.len(), || kernels::dense_to_jagged(d, bounds, total_rows, T::zero(), dst))?
     });
     Ok(wrap(out))
 }
@@ -190,8 +190,8 @@ fn jagged_dense_elementwise(py: Python<'_>, x_values: &Bound<'_, PyAny>, offsets
     let out = fresh(values.shape(), values.dtype())?;
     float_dtype!(values.dtype(), T => {
         let ys = dense.iter().map(|y| dense_of::<T>(y, "y")).collect::<PyResult<Vec<_>>>()?;
-        let x = jagged::<T>(&values, &offsets);
-        run(py, out.numel(), || kernels::jagged_dense_jagged_output(x, &ys, combine, items_mut(&out)))?
+        let (x, dst) = (jagged::<T>(&values, &offsets), items_mut::<T>(&out));
+        run(py, dst.len(), || kernels::jagged_dense_jagged_output(x, &ys, combine, dst))?
     });
     Ok(wrap(out))
 }
@@ -205,8 +205,8 @@ fn jagged_dense_add_dense(py: Python<'_>, x_values: &Bound<'_, PyAny>, offsets: 
     }
     let out = fresh(y.shape(), y.dtype())?;
     float_dtype!(values.dtype(), T => {
-        let (x, d) = (jagged::<T>(&values, &offsets), dense_of::<T>(&y, "y")?);
-        run(py, out.numel(), || kernels::jagged_dense_add_dense_output(x, d, items_mut(&out)))?
+        let (x, d, dst) = (jagged::<T>(&values, &offsets), dense_of::<T>(&y, "y")?, items_mut::<T>(&out));
+        run(py, dst.len(), || kernels::jagged_dense_add_dense_output(x, d, dst))?
     });
     Ok(wrap(out))
 }
@@ -226,9 +226,8 @@ fn batched_dense_vec_jagged_2d_mul(py: Python<'_>, v: &Bound<'_, PyAny>, a_value
     let heads = if batch == 0 { 1 } else { (v_rows / batch).max(1) };
     let out = fresh(&[v_rows, a.shape().get(1).copied().unwrap_or(0) / heads], a.dtype())?;
     float_dtype!(a.dtype(), T => {
-        let x = jagged::<T>(&a, &offsets);
-        let v_items = items::<T>(&v);
-        run(py, a.numel() + out.numel(), || kernels::batched_dense_vec_jagged_2d_mul(v_items, v_rows, x, items_mut(&out)))?
+        let (x, v_items, dst) = (jagged::<T>(&a, &offsets), items::<T>(&v), items_mut::<T>(&out));
+        run(py, a.numel() + dst.len(), || kernels::batched_dense_vec_jagged_2d_mul(v_items, v_rows, x, dst))?
     });
     Ok(wrap(out))
 }
@@ -241,9 +240,9 @@ fn batched_dense_vec_jagged_2d_mul_backward(py: Python<'_>, grad: &Bound<'_, PyA
     let v_rows = vec_rows(&v)?;
     let (grad_v, grad_a) = (fresh(v.shape(), v.dtype())?, fresh(a.shape(), a.dtype())?);
     float_dtype!(a.dtype(), T => {
-        let x = jagged::<T>(&a, &offsets);
-        let (g, v_items) = (items::<T>(&grad), items::<T>(&v));
-        run(py, a.numel() + v.numel(), || kernels::batched_dense_vec_jagged_2d_mul_backward(g, v_items, v_rows, x, items_mut(&grad_v), items_mut(&grad_a)))?
+        let (x, g, v_items) = (jagged::<T>(&a, &offsets), items::<T>(&grad), items::<T>(&v));
+        let (gv, ga) = (items_mut::<T>(&grad_v), items_mut::<T>(&grad_a));
+        run(py, ga.len() + gv.len(), || kernels::batched_dense_vec_jagged_2d_mul_backward(g, v_items, v_rows, x, gv, ga))?
     });
     Ok((wrap(grad_v), wrap(grad_a)))
 }
@@ -267,11 +266,14 @@ fn permute_sparse_data(py: Python<'_>, permute: &Bound<'_, PyAny>, lengths: &Bou
         shape.extend_from_slice(&t.shape()[1..]);
         let out = fresh(&shape, t.dtype())?;
         let inner = rows_of(t).1;
-        any_dtype!(t.dtype(), T => run(py, out.numel(), || plan.gather(items::<T>(t), inner, items_mut(&out)))?);
+        any_dtype!(t.dtype(), T => {
+            let (src, dst) = (items::<T>(t), items_mut::<T>(&out));
+            run(py, dst.len(), || plan.gather(src, inner, dst))?
+        });
         Ok(out)
     };
     let permuted_values = gather(&values)?;
-    let permuted_weights = weights.as_ref().map(gather).transpose()?;
+    let permuted_weights = weights.as_ref().map(&gather).transpose()?;
     Ok((wrap(permuted_lengths), wrap(permuted_values), permuted_weights.map(wrap)))
 }
 
@@ -305,9 +307,9 @@ fn block_bucketize_sparse_features(py: Python<'_>, lengths: &Bound<'_, PyAny>, i
     let positions = bucketize_pos.then(|| fresh(&[n], indices.dtype())).transpose()?;
     let options = Bucketize { block_sizes: block_sizes.indices(), buckets: my_size, keep_orig_idx };
     let bucketed = int_dtype!(indices.dtype(), I => {
-        let (ids, out) = (items::<I>(&indices), items_mut::<I>(&new_indices));
+        let (ids, out, lengths) = (items::<I>(&indices), items_mut::<I>(&new_indices), lengths.indices());
         let positions = positions.as_ref().map(items_mut::<I>);
-        run(py, n, || kernels::block_bucketize(lengths.indices(), ids, options, out, positions))?
+        run(py, n, || kernels::block_bucketize(lengths, ids, options, out, positions))?
     });
     let new_lengths = fresh(&[bucketed.lengths.len()], lengths.0.dtype())?;
     int_dtype!(lengths.0.dtype(), L => {
@@ -319,7 +321,10 @@ fn block_bucketize_sparse_features(py: Python<'_>, lengths: &Bound<'_, PyAny>, i
         Some(w) => {
             let out = fresh(w.shape(), w.dtype())?;
             let inner = rows_of(w).1;
-            any_dtype!(w.dtype(), T => run(py, w.numel(), || kernels::scatter_rows(items::<T>(w), inner, &bucketed.dest, items_mut(&out)))?);
+            any_dtype!(w.dtype(), T => {
+                let (src, dst, dest) = (items::<T>(w), items_mut::<T>(&out), &bucketed.dest);
+                run(py, dst.len(), || kernels::scatter_rows(src, inner, dest, dst))?
+            });
             Some(wrap(out))
         }
         None => None,

@@ -523,7 +523,7 @@ mod tests {
     fn inconsistent_arguments_are_refused() {
         let values = [1f32, 2., 3.];
         let mut out = [0f32; 6];
-        let bad = |offsets: &[i64]| jagged_to_padded_dense(jagged(&values, 1, offsets), 2, 0.0, &mut out[..2 * (offsets.len() - 1)]).unwrap_err();
+        let mut bad = |offsets: &[i64]| jagged_to_padded_dense(jagged(&values, 1, offsets), 2, 0.0, &mut out[..2 * (offsets.len() - 1)]).unwrap_err();
         assert!(bad(&[0, 2, 1]).to_string().contains("must not decrease"));
         assert!(bad(&[-1, 2]).to_string().contains("non-negative"));
         assert!(bad(&[0, 4]).to_string().contains("past the 3 rows"));

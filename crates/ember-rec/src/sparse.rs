@@ -62,6 +62,9 @@ pub fn cumsum<L: Int>(input: &[L], kind: Cumsum, out: &mut [L]) -> Result<()> {
     if out.len() != kind.output_len(input.len()) {
         return fail(format!("cumsum: the output must hold {} entries, got {}", kind.output_len(input.len()), out.len()));
     }
+    if out.is_empty() {
+        return Ok(());
+    }
     let mut total = 0i64;
     let (leading, rest) = if kind == Cumsum::Inclusive { (&mut [][..], &mut out[..]) } else { out.split_at_mut(1) };
     leading.iter_mut().for_each(|o| *o = L::from_i64(0));
@@ -154,7 +157,7 @@ impl Permutation {
 }
 
 /// Options of `block_bucketize_sparse_features`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Bucketize<'a> {
     /// Rows per bucket of each feature.
     pub block_sizes: Indices<'a>,
