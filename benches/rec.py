@@ -95,7 +95,7 @@ def sparse_op_inputs():
 def time_sparse_ops(library, ops):
     """{op: seconds per call} and checksums of emberrec.ops or torch.ops.fbgemm."""
     lengths, ids, weights, blocks, values, offsets, dense = (library.from_numpy(a) for a in sparse_op_inputs())
-    order = library.from_numpy(np.arange(OPS_KEYS - 1, -1, -1))
+    order = library.from_numpy(np.arange(OPS_KEYS - 1, -1, -1, dtype=np.int32))  # fbgemm wants int32
     calls = {
         "op_permute": lambda: ops.permute_2D_sparse_data(order, lengths, ids, weights),
         "op_bucketize": lambda: ops.block_bucketize_sparse_features(lengths.view(-1), ids, False, True, blocks,

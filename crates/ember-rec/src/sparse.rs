@@ -170,6 +170,7 @@ pub struct Bucketize<'a> {
 /// What `block_bucketize_sparse_features` returns beside its ids: the new lengths (buckets x
 /// features x batch, bucket-major) and each input id's place among the output ids (FBGEMM's
 /// `unbucketize_permute`).
+#[derive(Debug)]
 pub struct Bucketed {
     pub lengths: Vec<i64>,
     pub dest: Vec<usize>,

@@ -299,6 +299,7 @@ class KeyedJaggedTensor(_JaggedData):
         self._length_per_key = length_per_key
         self._offset_per_key = None if length_per_key is None else _cumsum_list(length_per_key)
         self._index_per_key = None
+        self._jt_dict = None
 
     @classmethod
     def _trusted(cls, keys, values, weights, lengths, stride, length_per_key=None):
@@ -443,8 +444,11 @@ class KeyedJaggedTensor(_JaggedData):
         return JaggedTensor._trusted(self._values[start:end], weights, lengths)
 
     def to_dict(self):
-        """{key: JaggedTensor}, in key order (a repeated key keeps its last occurrence)."""
-        return dict(zip(self._keys, self._jagged_per_key()))
+        """{key: JaggedTensor}, in key order (a repeated key keeps its last occurrence). The
+        JaggedTensors are made once, as TorchRec caches them; each call returns a new dict."""
+        if self._jt_dict is None:
+            self._jt_dict = dict(zip(self._keys, self._jagged_per_key()))
+        return dict(self._jt_dict)
 
     def _jagged_per_key(self):
         """A JaggedTensor per key, in key order (views: three splits in all)."""
