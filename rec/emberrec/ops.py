@@ -365,7 +365,8 @@ class _PermuteSparseData(ember.autograd.Function):
 
     @staticmethod
     def forward(ctx, permute, lengths, values, weights):
-        ctx.save_for_backward(permute, lengths)
+        ctx.save_for_backward(lengths)
+        ctx.permute = permute if isinstance(permute, ember.Tensor) else ember.tensor(permute, dtype=ember.int64)
         ctx.rows = values.shape[0]
         permuted_lengths, permuted_values, permuted_weights = _native.permute_sparse_data(permute, lengths, values, weights)
         ctx.mark_non_differentiable(permuted_lengths)
@@ -375,8 +376,8 @@ class _PermuteSparseData(ember.autograd.Function):
 
     @staticmethod
     def backward(ctx, _, grad_values, grad_weights=None):
-        permute, lengths = ctx.saved_tensors
-        source = _source_rows(permute, lengths, grad_values.shape[0])
+        lengths, = ctx.saved_tensors
+        source = _source_rows(ctx.permute, lengths, grad_values.shape[0])
 
         def scattered(grad):
             if grad is None:
@@ -399,8 +400,10 @@ def _source_rows(permute, lengths, total):
 
 def permute_2D_sparse_data(permute, lengths, values, weights=None, permuted_lengths_sum=None):
     """(lengths, values, weights) with the keys (rows of the (T, B) `lengths`) reordered as
-    `permute` says: output key i is input key permute[i]. Keys may repeat or be left out."""
-    check_index_tensor(permute, "permute")
+    `permute` says: output key i is input key permute[i]. Keys may repeat or be left out.
+    `permute` is an integer tensor, or (beyond FBGEMM) a list of ints."""
+    if not isinstance(permute, list):
+        check_index_tensor(permute, "permute")
     check_index_tensor(lengths, "lengths", dim=2)
     check_tensor(values, "values")
     if values.dim() == 0:

@@ -348,6 +348,12 @@ def test_permute_1d_sparse_data_and_gradients_of_repeated_keys():
     assert values.grad.tolist() == [3.0, 0.0, 0.0, 4.0, 6.0, 8.0]
     _, _, none = ops.permute_1D_sparse_data(ember.tensor([1]), lengths, values.detach())
     assert none is None
+    # a list of keys (KeyedJaggedTensor.permute's) works as the tensor does, gradients included
+    values.grad = None
+    _, listed, _ = ops.permute_1D_sparse_data([2, 0, 2], lengths, values, weights)
+    assert listed.tolist() == got_values.tolist()
+    (listed * ember.arange(7.0)).sum().backward()
+    assert values.grad.tolist() == [3.0, 0.0, 0.0, 4.0, 6.0, 8.0]
 
 
 def test_permute_bad_input():
@@ -362,6 +368,8 @@ def test_permute_bad_input():
         ops.permute_2D_sparse_data(ember.tensor([0]), ember.tensor([1, 2]), ember.arange(3))
     with pytest.raises(ValueError, match="weights"):
         ops.permute_2D_sparse_data(ember.tensor([0]), lengths, ember.arange(4), ember.ones(3))
+    with pytest.raises(TypeError, match="list of ints"):
+        ops.permute_2D_sparse_data([0, "1"], lengths, ember.arange(4))
     with pytest.raises(ValueError, match="permuted_lengths_sum"):
         ops.permute_2D_sparse_data(ember.tensor([0]), lengths, ember.arange(4), None, 5)
 

@@ -247,19 +247,43 @@ fn batched_dense_vec_jagged_2d_mul_backward(py: Python<'_>, grad: &Bound<'_, PyA
     Ok((wrap(grad_v), wrap(grad_a)))
 }
 
+/// The keys of a permutation: an integer tensor, or a list of ints (KeyedJaggedTensor.permute's
+/// own, which then needs no tensor made per call).
+enum Keys {
+    Tensor(IndexTensor),
+    List(Vec<i64>),
+}
+
+impl Keys {
+    fn get(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if obj.is_instance_of::<PyTensor>() {
+            return Ok(Keys::Tensor(IndexTensor::get(obj, "permute")?));
+        }
+        obj.extract().map(Keys::List).map_err(|_| PyTypeError::new_err("permute must be an integer tensor or a list of ints"))
+    }
+
+    fn indices(&self) -> Indices<'_> {
+        match self {
+            Keys::Tensor(t) => t.indices(),
+            Keys::List(v) => Indices::I64(v),
+        }
+    }
+}
+
 /// (lengths, values, weights) of key-major sparse features with their keys permuted: `lengths`
 /// is (keys, batch), values and weights have one row per id.
 #[pyfunction]
 #[pyo3(signature = (permute, lengths, values, weights=None))]
 fn permute_sparse_data(py: Python<'_>, permute: &Bound<'_, PyAny>, lengths: &Bound<'_, PyAny>, values: &Bound<'_, PyAny>, weights: Option<&Bound<'_, PyAny>>) -> PyResult<(PyTensor, PyTensor, Option<PyTensor>)> {
-    let (permute, lengths) = (IndexTensor::get(permute, "permute")?, IndexTensor::get(lengths, "lengths")?);
+    let (permute, lengths) = (Keys::get(permute)?, IndexTensor::get(lengths, "lengths")?);
     let values = tensor(values, "values")?;
     let weights = weights.map(|w| tensor(w, "weights")).transpose()?;
     let &[keys, batch] = lengths.0.shape() else {
         return Err(PyValueError::new_err(format!("lengths must be 2-D (keys, batch), got shape {:?}", lengths.0.shape())));
     };
-    let plan = Permutation::new(permute.indices(), lengths.indices(), keys, batch, rows_of(&values).0).map_err(to_py)?;
-    let permuted_lengths = fresh(&[permute.0.numel(), batch], lengths.0.dtype())?;
+    let permute = permute.indices();
+    let plan = Permutation::new(permute, lengths.indices(), keys, batch, rows_of(&values).0).map_err(to_py)?;
+    let permuted_lengths = fresh(&[permute.len(), batch], lengths.0.dtype())?;
     int_dtype!(lengths.0.dtype(), L => plan.permute_lengths(items::<L>(&lengths.0), items_mut(&permuted_lengths)).map_err(to_py)?);
     let gather = |t: &Tensor| -> PyResult<Tensor> {
         let mut shape = vec![plan.total_rows()];

@@ -10,6 +10,7 @@
 //!
 //! Offsets are checked once (non-negative, non-decreasing, within the values), then turned into
 //! `usize` bounds. Work is split by sample; each sample writes only its own rows of the output.
+use crate::stream::{self, STREAM_MIN_BYTES};
 use crate::tbe::Indices;
 use crate::{fail, Result};
 use half::{bf16, f16};
@@ -191,13 +192,14 @@ pub fn jagged_to_padded_dense<T: Copy + Send + Sync>(x: Jagged<'_, T>, max_lengt
     let batch = bounds.len() - 1;
     let stride = max_length * x.inner;
     check_out(OP, out, batch * stride)?;
+    let streamed = std::mem::size_of_val(out) >= STREAM_MIN_BYTES;
     let shared = Shared::new(out);
     for_each(batch, out.len(), |b| {
         let kept = (bounds[b + 1] - bounds[b]).min(max_length) * x.inner;
         // SAFETY: sample b alone writes its `stride` elements.
         let dst = unsafe { shared.slice(b * stride, stride) };
-        dst[..kept].copy_from_slice(&x.values[bounds[b] * x.inner..][..kept]);
-        dst[kept..].fill(padding);
+        stream::copy(&mut dst[..kept], &x.values[bounds[b] * x.inner..][..kept], streamed);
+        stream::fill(&mut dst[kept..], padding, streamed);
     });
     Ok(())
 }
@@ -212,6 +214,7 @@ pub fn dense_to_jagged<T: Copy + Send + Sync>(dense: Dense<'_, T>, offsets: Indi
     check_out(OP, out, rows * inner)?;
     out[..bounds[0] * inner].fill(zero);
     out[bounds[bounds.len() - 1] * inner..].fill(zero);
+    let streamed = std::mem::size_of_val(out) >= STREAM_MIN_BYTES;
     let shared = Shared::new(out);
     let stride = dense.width * inner;
     for_each(bounds.len() - 1, rows * inner, |b| {
@@ -219,8 +222,8 @@ pub fn dense_to_jagged<T: Copy + Send + Sync>(dense: Dense<'_, T>, offsets: Indi
         let kept = len.min(stride);
         // SAFETY: sample b alone writes its rows.
         let dst = unsafe { shared.slice(bounds[b] * inner, len) };
-        dst[..kept].copy_from_slice(&dense.data[b * stride..][..kept]);
-        dst[kept..].fill(zero);
+        stream::copy(&mut dst[..kept], &dense.data[b * stride..][..kept], streamed);
+        stream::fill(&mut dst[kept..], zero, streamed);
     });
     Ok(())
 }

@@ -11,6 +11,7 @@ mod rowwise;
 mod simd;
 mod sparse;
 mod sparse_type;
+mod stream;
 mod tbe;
 
 pub use hfp8::{decode_hfp8, encode_hfp8, Hfp8};

@@ -248,6 +248,8 @@ def _stride_of(keys, stride, lengths):
 
 def _int_list(items, name):
     """`items` as a list of Python ints (NumPy integers welcome), or TypeError."""
+    if type(items) is list and all(type(i) is int for i in items):  # the common case, checked fast
+        return items
     if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)) or \
             any(isinstance(i, bool) or not isinstance(i, numbers.Integral) for i in items):
         raise TypeError(f"{name} must be a list of ints, got {items!r}")
@@ -480,18 +482,16 @@ class KeyedJaggedTensor(_JaggedData):
 
     def permute(self, indices, indices_tensor=None):
         """A KJT whose key i is this one's key indices[i]: keys may be reordered, repeated or left
-        out. `indices_tensor`, optional, is `indices` as a tensor (saves making it)."""
+        out. `indices_tensor` (TorchRec's, optional) must hold `indices`; the kernel reads the list."""
         indices = _int_list(indices, "indices")
         n_keys = len(self._keys)
         if any(i < 0 or i >= n_keys for i in indices):
             raise IndexError(f"indices must lie in [0, {n_keys}), got {list(indices)}")
-        if indices_tensor is None:
-            indices_tensor = ember.tensor(indices, dtype=ember.int64)
-        elif indices_tensor.tolist() != indices:
+        if indices_tensor is not None and indices_tensor.tolist() != indices:
             raise ValueError("indices_tensor must hold the same indices as indices")
         per_key = self.length_per_key()
         lengths, values, weights = ops.permute_2D_sparse_data(
-            indices_tensor, self.lengths().view(n_keys, self._stride), self._values, self._weights)
+            indices, self.lengths().view(n_keys, self._stride), self._values, self._weights)
         return KeyedJaggedTensor._trusted([self._keys[i] for i in indices], values, weights, lengths.view(-1),
                                           self._stride, [per_key[i] for i in indices])
 
