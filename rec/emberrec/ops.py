@@ -123,8 +123,8 @@ def _cumsum(t_in, kind):
     if t_in.dtype not in (ember.int32, ember.int64):
         raise TypeError(f"asynchronous_{kind}_cumsum: t_in must be int32 or int64, got {t_in.dtype}")
     if t_in.dim() == 2 and kind == "complete":  # FBGEMM's row by row form
-        return ember.stack([_native.cumsum(row, kind) for row in t_in]) if t_in.shape[0] else \
-            ember.zeros(0, t_in.shape[1] + 1, dtype=t_in.dtype)
+        zeros = ember.zeros(t_in.shape[0], 1, dtype=t_in.dtype)
+        return ember.cat([zeros, ember.cumsum(t_in, 1, dtype=t_in.dtype)], 1)
     if t_in.dim() != 1:
         raise ValueError(f"asynchronous_{kind}_cumsum: t_in must be 1-D, got shape {tuple(t_in.shape)}")
     return _native.cumsum(t_in, kind)
