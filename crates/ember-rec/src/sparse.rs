@@ -6,6 +6,7 @@
 //! Sparse features are laid out key-major, as TorchRec's KeyedJaggedTensor: `lengths` is keys x
 //! batch, and the values of key k, sample b follow those of every earlier (key, sample).
 use crate::jagged::{for_each, Shared};
+use crate::stream::{self, STREAM_MIN_BYTES};
 use crate::tbe::Indices;
 use crate::{fail, Error, Result};
 
@@ -134,12 +135,13 @@ impl Permutation {
                 return fail(format!("permute_sparse_data: values hold {} rows of {inner}, fewer than the lengths need ({end})", values.len() / inner.max(1)));
             }
         }
+        let streamed = std::mem::size_of_val(out) >= STREAM_MIN_BYTES;
         let shared = Shared::new(out);
         for_each(self.keys.len(), out.len(), |p| {
             let len = self.sizes[p] * inner;
             // SAFETY: output key p alone writes its rows.
             let dst = unsafe { shared.slice(self.out_starts[p] * inner, len) };
-            dst.copy_from_slice(&values[self.starts[p] * inner..][..len]);
+            stream::copy(dst, &values[self.starts[p] * inner..][..len], streamed);
         });
         Ok(())
     }

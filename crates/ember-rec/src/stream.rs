@@ -1,11 +1,11 @@
 //! Copies and fills of large outputs with non-temporal (streaming) stores. A padded dense
-//! batch is written once and is far larger than the caches: an ordinary store first reads each
+//! batch or a permuted batch of ids is written once and is larger than the caches: an ordinary store first reads each
 //! output line into the cache (a read for ownership), so the copy moves about 1.7x the bytes it
 //! needs to; a streaming store writes whole lines straight to memory.
 
-/// Outputs at least this large are written with streaming stores (smaller ones stay in the
-/// caches for whatever reads them next).
-pub(crate) const STREAM_MIN_BYTES: usize = 4 << 20;
+/// Outputs at least this large (a core's L2 cache) are written with streaming stores; smaller
+/// ones stay in the caches for whatever reads them next.
+pub(crate) const STREAM_MIN_BYTES: usize = 512 << 10;
 
 /// `dst.copy_from_slice(src)`, with streaming stores when `stream`.
 #[inline]
