@@ -337,6 +337,17 @@ def test_permute_2d_sparse_data(permute, dtype):
     np.testing.assert_array_equal(got_weights.numpy(), permute_reference(permute, lengths, weights)[1])
 
 
+def test_large_permutations_stream_their_output_and_agree():
+    rng = np.random.default_rng(12)
+    lengths = rng.integers(0, 1000, (20, 30))
+    values = rng.integers(0, 1 << 40, int(lengths.sum()))  # over 512 KiB: written with streaming stores
+    permute = np.array([19, 3, 3, 0, 7, 12, 5])
+    got_lengths, got_values, _ = ops.permute_2D_sparse_data(e(permute), e(lengths), e(values))
+    want_lengths, want_values = permute_reference(permute, lengths, values)
+    np.testing.assert_array_equal(got_lengths.numpy(), want_lengths)
+    np.testing.assert_array_equal(got_values.numpy(), want_values)
+
+
 def test_permute_1d_sparse_data_and_gradients_of_repeated_keys():
     lengths = ember.tensor([1, 2, 3])
     values = ember.arange(6.0).requires_grad_()
