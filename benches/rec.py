@@ -11,11 +11,17 @@
   ebc_benchmarks runs it) against emberrec's; forward, sum of the pooled embeddings, backward
   (which updates the rows read). Each in a process of its own, so peak RSS is the fused one's.
 - jagged_to_padded_dense: float32 values (total, 128) of PAD_BATCH samples of 0 to PAD_MAX ids,
-  to (PAD_BATCH, PAD_MAX, 128): emberrec.ops vs torch.ops.fbgemm; "plain PyTorch" runs emberrec's
-  algorithm in torch ops (each value's slot from a running sum of segment starts, one index_put).
+  to (PAD_BATCH, PAD_MAX, 128): emberrec.ops (a Rust kernel) vs torch.ops.fbgemm; "plain PyTorch" runs
+  it as vectorised torch ops (each value's slot from a running sum of segment starts, one index_put).
 - KJT permute on 26 features (the EBC batch; keys reversed): KeyedJaggedTensor.permute in
-  emberrec vs TorchRec (fbgemm's permute_2D_sparse_data); "plain PyTorch" runs emberrec's
-  algorithm in torch ops (the gather index as a running sum of steps, one gather).
+  emberrec vs TorchRec (both on permute_2D_sparse_data: emberrec's a Rust kernel); "plain
+  PyTorch" runs it as vectorised torch ops (the gather index as a running sum of steps, one gather).
+- FBGEMM's sparse and jagged operators, emberrec.ops vs torch.ops.fbgemm on the CPU (OPS_REPEATS
+  calls per timing): permute_2D_sparse_data (OPS_KEYS keys x OPS_BATCH samples of 0-OPS_MAX_LEN
+  int64 ids with float32 weights, keys reversed), block_bucketize_sparse_features (the same ids
+  below 1e6 into 4 row-wise buckets, with weights and the unbucketize permutation), and
+  jagged_dense_elementwise_add (OPS_BATCH samples of 0-OPS_MAX_LEN rows x 64 float32 plus a dense
+  (OPS_BATCH, OPS_MAX_LEN, 64), dense output).
 
 Each library runs in its own process (the PyTorch ones in EMBER_BENCH_TORCH_PYTHON, default this
 interpreter), all with every core's threads; the inputs and table weights come from the same
@@ -49,6 +55,7 @@ CAP_ROWS = 100_000
 DIM, BATCH, IDS_PER_FEATURE, BATCHES, LR = 128, 64, 64, 10, 0.02
 PAD_BATCH, PAD_MAX, PAD_DIM = 512, 100, 128
 PERMUTE_REPEATS = 50
+OPS_KEYS, OPS_BATCH, OPS_MAX_LEN, OPS_REPEATS, OPS_BUCKETS, OPS_IDS = 26, 512, 40, 20, 4, 1_000_000
 
 
 def table_rows():
@@ -74,6 +81,39 @@ def jagged_input():
     lengths = rng.integers(0, PAD_MAX + 1, PAD_BATCH)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     return rng.standard_normal((offsets[-1], PAD_DIM)).astype(np.float32), offsets
+
+
+def sparse_op_inputs():
+    """(lengths (keys, batch), ids, weights, block sizes, jagged values, offsets, dense)."""
+    rng = np.random.default_rng(2)
+    lengths = rng.integers(0, OPS_MAX_LEN + 1, (OPS_KEYS, OPS_BATCH))
+    ids = rng.integers(0, OPS_IDS, lengths.sum())
+    weights = rng.random(lengths.sum()).astype(np.float32)
+    blocks = np.full(OPS_KEYS, OPS_IDS // OPS_BUCKETS, np.int64)
+    values = rng.standard_normal((lengths[0].sum(), 64)).astype(np.float32)
+    offsets = np.concatenate([[0], np.cumsum(lengths[0])])
+    dense = rng.standard_normal((OPS_BATCH, OPS_MAX_LEN, 64)).astype(np.float32)
+    return lengths, ids, weights, blocks, values, offsets, dense
+
+
+def time_sparse_ops(library, ops):
+    """{op: seconds per call} and checksums of emberrec.ops or torch.ops.fbgemm."""
+    lengths, ids, weights, blocks, values, offsets, dense = (library.from_numpy(a) for a in sparse_op_inputs())
+    order = library.from_numpy(np.arange(OPS_KEYS - 1, -1, -1, dtype=np.int32))  # fbgemm wants int32
+    calls = {
+        "op_permute": lambda: ops.permute_2D_sparse_data(order, lengths, ids, weights),
+        "op_bucketize": lambda: ops.block_bucketize_sparse_features(lengths.view(-1), ids, False, True, blocks,
+                                                                    OPS_BUCKETS, weights),
+        "op_jagged_add": lambda: ops.jagged_dense_elementwise_add(values, [offsets], dense),
+    }
+    checks = {
+        "op_permute": float(calls["op_permute"]()[2][:1000].sum()),
+        "op_bucketize": float(calls["op_bucketize"]()[1][:1000].double().sum()),
+        "op_jagged_add": float(calls["op_jagged_add"]().sum()),
+    }
+    times = {name: best_seconds(lambda call=call: [call() for _ in range(OPS_REPEATS)]) / OPS_REPEATS
+             for name, call in calls.items()}
+    return times, checks
 
 
 def best_seconds(run, repeats=REPEATS):
@@ -134,11 +174,12 @@ def ember_worker():
     checks["padded_sum"] = float(ops.jagged_to_padded_dense(values, [offsets], [PAD_MAX], 0.0).sum())
     order = list(range(len(keys)))[::-1]
     checks["permute_checksum"] = int((kjts[0].permute(order).values()[: BATCH * IDS_PER_FEATURE]).sum())
+    op_times, op_checks = time_sparse_ops(ember, ops)
     return {
         "ebc_epoch": best_seconds(epoch),
         "padded": best_seconds(lambda: ops.jagged_to_padded_dense(values, [offsets], [PAD_MAX], 0.0)),
         "permute": best_seconds(lambda: [kjts[0].permute(order) for _ in range(PERMUTE_REPEATS)]) / PERMUTE_REPEATS,
-        "checks": checks, "peak_mb": peak_rss_mb(), "versions": f"ember {ember.__version__}",
+        **op_times, "checks": {**checks, **op_checks}, "peak_mb": peak_rss_mb(), "versions": f"ember {ember.__version__}",
     }
 
 
@@ -224,11 +265,12 @@ def torchrec_worker():
     checks["padded_sum"] = float(padded(values, [offsets], [PAD_MAX], 0.0).sum())
     order = list(range(len(keys)))[::-1]
     checks["permute_checksum"] = int((kjts[0].permute(order).values()[: BATCH * IDS_PER_FEATURE]).sum())
+    op_times, op_checks = time_sparse_ops(torch, torch.ops.fbgemm)
     return {
         "ebc_epoch": best_seconds(epoch),
         "padded": best_seconds(lambda: padded(values, [offsets], [PAD_MAX], 0.0)),
         "permute": best_seconds(lambda: [kjts[0].permute(order) for _ in range(PERMUTE_REPEATS)]) / PERMUTE_REPEATS,
-        "checks": checks, "peak_mb": peak_rss_mb(),
+        **op_times, "checks": {**checks, **op_checks}, "peak_mb": peak_rss_mb(),
         "versions": versions("torch", "torchrec", "fbgemm-gpu-nightly-cpu", "fbgemm-gpu-cpu", "fbgemm-gpu"),
     }
 
@@ -258,7 +300,7 @@ def plain_torch_worker():
     values, offsets = jagged_input()
     values, offsets = torch.from_numpy(values), torch.from_numpy(offsets)
 
-    def segment_ids(bounds, total):  # emberrec.ops' algorithm, in torch ops
+    def segment_ids(bounds, total):  # each value's sample: a running sum of segment starts
         starts = bounds[1:-1]
         return torch.zeros(total + 1, dtype=torch.int64).index_add(0, starts, torch.ones_like(starts))[:total].cumsum(0)
 
@@ -275,7 +317,7 @@ def plain_torch_worker():
     keys = len(rows)
     order = torch.arange(keys - 1, -1, -1)
 
-    def permute():  # emberrec.ops' algorithm, in torch ops
+    def permute():  # the gather index as a running sum of steps, one gather
         per_key = lengths.view(keys, BATCH).sum(1)
         starts = torch.cat([per_key.new_zeros(1), per_key.cumsum(0)[:-1]])[order]
         sizes = per_key[order]
@@ -394,7 +436,8 @@ def ratio(result, ember, key):
 def agreement(ember, other):
     if "error" in other:
         return "-"
-    mismatched = [k for k, v in ember["checks"].items() if not np.isclose(v, other["checks"][k], rtol=1e-4)]
+    mismatched = [k for k, v in ember["checks"].items()
+                  if k in other["checks"] and not np.isclose(v, other["checks"][k], rtol=1e-4)]
     return "yes" if not mismatched else "NO: " + ", ".join(mismatched)
 
 
@@ -426,6 +469,7 @@ def main():
         if "error" in result:
             print(f"\n{name} did not run in {TORCH_PYTHON}: {result['error']}")
     print_fused(results)
+    print_sparse_ops(ember, torchrec)
     print_tbe(results)
 
 
@@ -443,6 +487,21 @@ def print_fused(results):
           f"{ratio(theirs, ours, 'fused_epoch')}{agree} | {cell(ours, 'peak_mb', False)} / {cell(theirs, 'peak_mb', False)} |")
     if "error" in theirs:
         print(f"\nTorchRec's FusedEmbeddingBagCollection did not run in {TORCH_PYTHON}: {theirs['error']}")
+
+
+def print_sparse_ops(ember, fbgemm):
+    print(f"\nFBGEMM's operators, emberrec.ops vs torch.ops.fbgemm on the CPU ({cpu_model()}, {os.cpu_count()} cores, "
+          f"shared; {THREADS} threads; time per call, best of {REPEATS} runs of {OPS_REPEATS} calls):\n")
+    print("| operator | emberrec | fbgemm_gpu (CPU) | fbgemm time / emberrec time |")
+    print("|---|---|---|---|")
+    rows = [("op_permute", f"permute_2D_sparse_data: {OPS_KEYS} keys x {OPS_BATCH} samples of 0-{OPS_MAX_LEN} int64 ids "
+                           f"+ float32 weights, keys reversed"),
+            ("op_bucketize", f"block_bucketize_sparse_features: the same ids into {OPS_BUCKETS} buckets, weights, "
+                             f"unbucketize permutation"),
+            ("op_jagged_add", f"jagged_dense_elementwise_add: {OPS_BATCH} samples of 0-{OPS_MAX_LEN} rows x 64 float32 "
+                              f"+ dense, dense output")]
+    for key, label in rows:
+        print(f"| {label} | {cell(ember, key)} | {cell(fbgemm, key)} | {ratio(fbgemm, ember, key)} |")
 
 
 def print_tbe(results):

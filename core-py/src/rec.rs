@@ -9,6 +9,7 @@ use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 mod train;
+mod jagged;
 
 fn to_py(e: kernels::Error) -> PyErr {
     match e {
@@ -196,6 +197,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dequantize_rows, &m)?)?;
     m.add_function(wrap_pyfunction!(embedding_bags, &m)?)?;
     train::register(&m)?;
+    jagged::register(&m)?;
     parent.add_submodule(&m)?;
     Ok(())
 }

@@ -7,16 +7,24 @@
 //! rayon pool (the binding installs Ember's). Exposed to Python as `ember._C.rec`.
 #![doc = include_str!("../README.md")]
 mod hfp8;
+mod jagged;
 mod rowwise;
 mod simd;
+mod sparse;
 mod sparse_type;
+mod stream;
 mod tbe;
 pub mod train;
 
 pub use hfp8::{decode_hfp8, encode_hfp8, Hfp8};
+pub use jagged::{
+    batched_dense_vec_jagged_2d_mul, batched_dense_vec_jagged_2d_mul_backward, dense_to_jagged, jagged_dense_add_dense_output,
+    jagged_dense_jagged_output, jagged_to_padded_dense, Combine, Dense, Jagged, Real, PARALLEL_MIN_ELEMENTS,
+};
 pub use rowwise::{
     dequantize_fused8, dequantize_nbit, fused8_row_bytes, nbit_row_bytes, quantize_fused8, quantize_nbit,
 };
+pub use sparse::{block_bucketize, cumsum, scatter_rows, Bucketed, Bucketize, Cumsum, Int, Permutation};
 pub use sparse_type::{dequantize_rows, quantize_rows, SparseType, SCALE_BIAS_BYTES};
 pub use tbe::{embedding_bags, BoundsCheck, Indices, Output, Pooling, Table, TableBatch};
 

@@ -248,6 +248,8 @@ def _stride_of(keys, stride, lengths):
 
 def _int_list(items, name):
     """`items` as a list of Python ints (NumPy integers welcome), or TypeError."""
+    if type(items) is list and all(type(i) is int for i in items):  # the common case, checked fast
+        return items
     if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)) or \
             any(isinstance(i, bool) or not isinstance(i, numbers.Integral) for i in items):
         raise TypeError(f"{name} must be a list of ints, got {items!r}")
@@ -299,6 +301,7 @@ class KeyedJaggedTensor(_JaggedData):
         self._length_per_key = length_per_key
         self._offset_per_key = None if length_per_key is None else _cumsum_list(length_per_key)
         self._index_per_key = None
+        self._jt_dict = None
 
     @classmethod
     def _trusted(cls, keys, values, weights, lengths, stride, length_per_key=None):
@@ -443,8 +446,11 @@ class KeyedJaggedTensor(_JaggedData):
         return JaggedTensor._trusted(self._values[start:end], weights, lengths)
 
     def to_dict(self):
-        """{key: JaggedTensor}, in key order (a repeated key keeps its last occurrence)."""
-        return dict(zip(self._keys, self._jagged_per_key()))
+        """{key: JaggedTensor}, in key order (a repeated key keeps its last occurrence). The
+        JaggedTensors are made once, as TorchRec caches them; each call returns a new dict."""
+        if self._jt_dict is None:
+            self._jt_dict = dict(zip(self._keys, self._jagged_per_key()))
+        return dict(self._jt_dict)
 
     def _jagged_per_key(self):
         """A JaggedTensor per key, in key order (views: three splits in all)."""
@@ -476,22 +482,18 @@ class KeyedJaggedTensor(_JaggedData):
 
     def permute(self, indices, indices_tensor=None):
         """A KJT whose key i is this one's key indices[i]: keys may be reordered, repeated or left
-        out. `indices_tensor`, optional, is `indices` as a tensor (saves making it)."""
+        out. `indices_tensor` (TorchRec's, optional) must hold `indices`; the kernel reads the list."""
         indices = _int_list(indices, "indices")
         n_keys = len(self._keys)
         if any(i < 0 or i >= n_keys for i in indices):
             raise IndexError(f"indices must lie in [0, {n_keys}), got {list(indices)}")
-        if indices_tensor is None:
-            indices_tensor = ember.tensor(list(indices), dtype=ember.int64)
-        elif indices_tensor.tolist() != list(indices):
+        if indices_tensor is not None and indices_tensor.tolist() != indices:
             raise ValueError("indices_tensor must hold the same indices as indices")
         per_key = self.length_per_key()
-        permuted_per_key = [per_key[i] for i in indices]
         lengths, values, weights = ops.permute_2D_sparse_data(
-            indices_tensor, self.lengths().view(n_keys, self._stride), self._values, self._weights,
-            sum(permuted_per_key))
+            indices, self.lengths().view(n_keys, self._stride), self._values, self._weights)
         return KeyedJaggedTensor._trusted([self._keys[i] for i in indices], values, weights, lengths.view(-1),
-                                          self._stride, permuted_per_key)
+                                          self._stride, [per_key[i] for i in indices])
 
     def to(self, device, non_blocking=False):
         """`self` on the CPU; another device is refused (see `_check_device`)."""
