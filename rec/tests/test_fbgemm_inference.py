@@ -216,6 +216,19 @@ def test_int4_table_bytes_are_the_header_then_low_nibbles():
     assert rounded_row_size_in_bytes(8, SparseType.INT4, 16) == 16
 
 
+def test_a_deep_copy_owns_its_weights():
+    import copy
+    tbe = IntNBitTableBatchedEmbeddingBagsCodegen([("t", 1, 8, SparseType.INT4, EmbeddingLocation.HOST)],
+                                                  output_dtype=SparseType.FP32)
+    tbe.assign_embedding_weights([quantize_embs(e(ROW), SparseType.INT4)])
+    clone = copy.deepcopy(tbe)
+    indices, offsets = e(np.array([0])), e(np.array([0, 1]))
+    before = tbe(indices, offsets).numpy()
+    clone.weights_host.zero_()  # FBGEMM's name for the weight bytes: writes through it reach the lookups
+    assert (clone(indices, offsets).numpy() == 0).all()
+    np.testing.assert_array_equal(tbe(indices, offsets).numpy(), before)
+
+
 def test_bounds_check_modes():
     rng = np.random.default_rng(11)
     specs = [(SparseType.INT4, 6, 4), (SparseType.FP16, 3, 4)]

@@ -16,6 +16,7 @@ WARNING and IGNORE an out-of-range index reads row 0 as in FBGEMM, but the calle
 not rewritten. Not here: index remapping for pruning (`index_remapping`; pruned rows given as
 index -1 do work), caches and GPU placements, BF16/INT8 outputs, `reverse_qparam`.
 """
+import copy
 import itertools
 import warnings
 
@@ -157,6 +158,16 @@ class IntNBitTableBatchedEmbeddingBagsCodegen(ember.nn.Module):
         # The kernel's description of each feature's table: (type code, rows, dim, byte offset).
         self._kernel_tables = [(self.embedding_specs[t][3].as_int(), self.embedding_specs[t][1], self.embedding_specs[t][2],
                                 offsets[t]) for t in self.feature_table_map]
+
+    def __deepcopy__(self, memo):
+        """A copy whose weights_host views its own weight bytes (copied one by one, the two would part)."""
+        clone = self.__class__.__new__(self.__class__)
+        memo[id(self)] = clone
+        for name, value in self.__dict__.items():
+            if name != "weights_host":
+                clone.__dict__[name] = copy.deepcopy(value, memo)
+        clone.weights_host = ember.from_numpy(clone._weights)
+        return clone
 
     def initialize_weights(self):
         """Allocates the weights buffer (zeros)."""
