@@ -163,7 +163,7 @@ def rendezvous(args, processes):
 
 
 def _meet(store, nodes, node_rank, processes, where, timeout):
-    from ember.distributed import DistStoreError
+    from ember.distributed import DistNetworkError, DistStoreError
 
     store.set(f"ember/rdzv/node/{node_rank}", str(processes))
     keys = [f"ember/rdzv/node/{rank}" for rank in range(nodes)]
@@ -174,6 +174,13 @@ def _meet(store, nodes, node_rank, processes, where, timeout):
         raise RuntimeError(f"the rendezvous at {where} timed out after {timeout}: only nodes {arrived} of {nodes} "
                            "joined") from None
     counts = [int(store.get(key)) for key in keys]
+    # No node leaves before every node has read the counts (the node serving the store may raise
+    # below); once they all have, that node may close the store before our last answer arrives.
+    try:
+        store.set(f"ember/rdzv/read/{node_rank}", "1")
+        store.wait([f"ember/rdzv/read/{rank}" for rank in range(nodes)], timeout)
+    except DistNetworkError:
+        pass
     if len(set(counts)) > 1:
         raise ValueError(f"every node must start the same number of processes, but --nproc-per-node was {counts} "
                          "on nodes 0.." + str(nodes - 1))
