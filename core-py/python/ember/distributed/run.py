@@ -18,6 +18,7 @@ mpiexec runs with automatic clean-up off, so when a rank fails the others report
 exits with the first failing rank's exit code. With `--max-restarts K` a single-node job whose
 processes fail starts again, up to K times, with TORCHELASTIC_RESTART_COUNT counting the restarts."""
 import argparse
+import contextlib
 import datetime
 import os
 import pathlib
@@ -147,10 +148,9 @@ def rendezvous(args, processes):
         host, port = _endpoint(args.rdzv_endpoint, 29400)
         store = None
         if _is_this_machine(host):
-            try:
+            # A taken port means another launcher on this machine serves the rendezvous.
+            with contextlib.suppress(DistError):
                 store = TCPStore(host, port, is_master=True, timeout=timeout)
-            except DistError:  # the port is taken: another launcher on this machine serves the rendezvous
-                pass
         store = store or TCPStore(host, port, timeout=timeout)
         node_rank = store.add("ember/rdzv/arrivals", 1) - 1
         if node_rank >= nodes:
@@ -176,11 +176,9 @@ def _meet(store, nodes, node_rank, processes, where, timeout):
     counts = [int(store.get(key)) for key in keys]
     # No node leaves before every node has read the counts (the node serving the store may raise
     # below); once they all have, that node may close the store before our last answer arrives.
-    try:
+    with contextlib.suppress(DistNetworkError):
         store.set(f"ember/rdzv/read/{node_rank}", "1")
         store.wait([f"ember/rdzv/read/{rank}" for rank in range(nodes)], timeout)
-    except DistNetworkError:
-        pass
     if len(set(counts)) > 1:
         raise ValueError(f"every node must start the same number of processes, but --nproc-per-node was {counts} "
                          "on nodes 0.." + str(nodes - 1))
